@@ -1,0 +1,49 @@
+"""Process-wide compile counters, read with `tessel.stats()`."""
+
+from __future__ import annotations
+
+import copy
+import time
+from contextlib import contextmanager
+
+_EMPTY = {
+    "graphs_compiled": 0,           # graphs that run through MLIR-generated code
+    "forward_graphs_compiled": 0,
+    "backward_graphs_compiled": 0,
+    "graphs_fallback": 0,           # graphs that run eagerly because compilation failed
+    "fallback_reasons": [],         # "graph N: reason" per fallback
+    "kernels": 0,                   # compiled kernels (JIT entry points) over all graphs
+    "compile_seconds": {},          # stage name -> seconds, summed over graphs
+}
+_stats = copy.deepcopy(_EMPTY)
+
+
+def stats() -> dict:
+    """A snapshot of the counters: graphs_compiled, graphs_fallback, kernels, compile_seconds, ..."""
+    return copy.deepcopy(_stats)
+
+
+def reset_stats() -> None:
+    """Zero every counter."""
+    _stats.clear()
+    _stats.update(copy.deepcopy(_EMPTY))
+
+
+def count(name: str, amount: int = 1) -> None:
+    _stats[name] += amount
+
+
+def record_fallback(reason: str) -> None:
+    _stats["graphs_fallback"] += 1
+    _stats["fallback_reasons"].append(reason)
+
+
+@contextmanager
+def timed_stage(stage: str):
+    """Add the wall time of the `with` body to compile_seconds[stage]."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds = _stats["compile_seconds"]
+        seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start

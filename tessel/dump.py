@@ -1,0 +1,35 @@
+"""The dump directory: one folder per compiled graph, one file per stage."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+_graph_ids = itertools.count()
+
+
+class GraphDump:
+    """Writes the stages of one graph under `<dump_dir>/<NNN>_<name>/`, numbered in order.
+
+    With no dump_dir it writes nothing, so callers never branch on whether dumping is on.
+    """
+
+    def __init__(self, dump_dir: str | None, graph_name: str):
+        self.graph_id = next(_graph_ids)
+        self.graph_name = f"{self.graph_id:03d}_{graph_name}"
+        self.path: Path | None = None
+        self._stage_ids = itertools.count()
+        if dump_dir is not None:
+            self.path = Path(dump_dir) / self.graph_name
+            self.path.mkdir(parents=True, exist_ok=True)
+            if not os.access(self.path, os.W_OK):
+                raise PermissionError(f"tessel: dump_dir {str(self.path)!r} is not writable")
+
+    def write(self, stage: str, text: str) -> Path | None:
+        """Write `text` as the next stage file, e.g. `02_linalg.mlir`; returns its path."""
+        if self.path is None:
+            return None
+        file = self.path / f"{next(self._stage_ids):02d}_{stage}"
+        file.write_text(text)
+        return file

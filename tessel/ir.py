@@ -1,0 +1,31 @@
+"""The one place that imports the MLIR Python bindings bundled with torch-mlir.
+
+Everything else in tessel says `from tessel import ir` and uses `ir.Module`,
+`ir.PassManager`, ... so that a change of binding package touches one file.
+"""
+
+from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
+from torch_mlir.ir import Context, MLIRError, Module
+from torch_mlir.passmanager import PassManager  # noqa: F401
+from torch_mlir.execution_engine import ExecutionEngine  # noqa: F401
+from torch_mlir.dialects import torch as torch_dialect
+
+_context: Context | None = None
+
+
+def context() -> Context:
+    """The long-lived context that every tessel compilation and tool shares.
+
+    One context makes dialect loading and type/attribute uniquing a one-time cost.
+    """
+    global _context
+    if _context is None:
+        _context = Context()
+        torch_dialect.register_dialect(_context)
+    return _context
+
+
+def parse_module(text: str) -> Module:
+    """Parse `text` in the shared context (raises MLIRError with line:col diagnostics)."""
+    with context():
+        return Module.parse(text)

@@ -1,0 +1,83 @@
+"""Options of the `mlir` backend: one frozen dataclass, each field documented.
+
+`torch.compile(fn, backend="mlir", mode=..., options={...})` hands `mode` and
+`options` to the backend, which validates them here before compiling anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class OptionError(ValueError):
+    """A bad `mode` or `options` entry; the message names it and lists valid values."""
+
+
+def _option(default: Any, doc: str, types: tuple[type, ...], choices: tuple | None = None):
+    return field(default=default, metadata={"doc": doc, "types": types, "choices": choices})
+
+
+@dataclass(frozen=True)
+class Options:
+    fallback: bool = _option(
+        True, "run a graph eagerly (with one warning) when it cannot be compiled; "
+        "False raises an error that names the op and writes a repro", (bool,))
+    dump_dir: str | None = _option(
+        None, "directory that receives, per compiled graph, one file per stage "
+        "(FX graph, torch IR, linalg IR, pipeline output, LLVM IR, host program)", (str, os.PathLike))
+    target: str = _option(
+        "auto", "code generator: 'cpu' (MLIR -> LLVM JIT); 'auto' picks by the inputs' device",
+        (str,), ("auto", "cpu"))
+    pipeline: str | None = _option(
+        None, "pass pipeline run on linalg-on-tensors IR instead of the target's named one "
+        "(a registered name like 'cpu', or 'builtin.module(...)')", (str,))
+    opt_level: int = _option(3, "LLVM optimization level of the JIT (0-3)", (int,), (0, 1, 2, 3))
+    mode: str = _option("default", "torch.compile mode", (str,), MODES)
+
+
+def list_options() -> dict[str, dict[str, Any]]:
+    """Every option with its default, accepted types or values, and a description."""
+    described = {}
+    for f in dataclasses.fields(Options):
+        if f.name == "mode":
+            continue
+        described[f.name] = {
+            "default": f.default,
+            "choices": f.metadata["choices"],
+            "types": [t.__name__ for t in f.metadata["types"]],
+            "doc": f.metadata["doc"],
+        }
+    return described
+
+
+def parse_options(mode: str | None = None, options: dict[str, Any] | None = None) -> Options:
+    """Validate torch.compile's `mode` and `options` and return an Options value."""
+    if mode is not None and mode not in MODES:
+        raise OptionError(f"tessel: unknown mode {mode!r}; valid modes are: {', '.join(MODES)}")
+    if options is not None and not isinstance(options, dict):
+        raise OptionError(f"tessel: `options` must be a dict, got {type(options).__name__}")
+    options = dict(options or {})
+    known = {f.name: f for f in dataclasses.fields(Options) if f.name != "mode"}
+    for name, value in options.items():
+        if name not in known:
+            raise OptionError(
+                f"tessel: unknown option {name!r}; valid options are: {', '.join(sorted(known))}")
+        meta = known[name].metadata
+        if value is None and known[name].default is None:
+            continue
+        # bool is an int subclass: an int option must not silently accept True.
+        if not isinstance(value, meta["types"]) or (isinstance(value, bool) and bool not in meta["types"]):
+            expected = " or ".join(t.__name__ for t in meta["types"])
+            raise OptionError(
+                f"tessel: option {name!r} expects {expected}, got {type(value).__name__} ({value!r})")
+        if meta["choices"] is not None and value not in meta["choices"]:
+            choices = ", ".join(repr(c) for c in meta["choices"])
+            raise OptionError(f"tessel: option {name!r} got {value!r}; valid values are: {choices}")
+    if options.get("dump_dir") is not None:
+        options["dump_dir"] = os.fspath(options["dump_dir"])
+    return Options(mode=mode or "default", **options)

@@ -1,0 +1,122 @@
+"""tessel-opt: an mlir-opt-like driver for upstream MLIR passes plus tessel's Python passes.
+
+    tessel-opt input.mlir -p cpu
+    tessel-opt --pass-pipeline='builtin.module(check-contract{target=cpu},canonicalize)' in.mlir
+    cat in.mlir | tessel-opt -p canonicalize,cse --split-input-file
+    tessel-opt --list-passes
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from tessel import ir
+from tessel.passes import registry
+from tessel.passes.pipeline import PipelineError, run_pipeline
+
+SPLIT_MARKER = "// -----"
+_LOCATION = re.compile(r'loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)\)')
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="tessel-opt", description="Run MLIR and tessel pass pipelines on .mlir input.")
+    parser.add_argument("input", nargs="?", default="-", help="input .mlir file, '-' for stdin")
+    parser.add_argument("-p", "--passes", help="comma-separated passes or pipeline names")
+    parser.add_argument("--pass-pipeline", help="a full pipeline: 'builtin.module(...)'")
+    parser.add_argument("-o", "--output", default="-", help="output file, '-' for stdout")
+    parser.add_argument("--split-input-file", action="store_true",
+                        help=f"process each chunk between '{SPLIT_MARKER}' lines separately")
+    parser.add_argument("--mlir-print-ir-after-all", action="store_true",
+                        help="print the IR after every pass (to stderr)")
+    parser.add_argument("--list-passes", action="store_true",
+                        help="list tessel's passes and named pipelines")
+    return parser.parse_args(argv)
+
+
+def list_passes() -> str:
+    lines = ["tessel passes:"]
+    lines += [f"  {name:<24} {cls.description()}" for name, cls in registry.all_passes().items()]
+    lines.append("named pipelines:")
+    lines += [f"  {name:<24} {doc}" for name, (_, doc) in registry.all_pipelines().items()]
+    lines.append("Upstream MLIR and torch-mlir passes are accepted by name as well.")
+    return "\n".join(lines)
+
+
+def _chunks(text: str, split: bool) -> list[tuple[int, str]]:
+    """(first line number - 1, text) per chunk, so diagnostics keep file line numbers."""
+    if not split:
+        return [(0, text)]
+    chunks, offset, current = [], 0, []
+    for line in text.splitlines(keepends=True):
+        if line.strip() == SPLIT_MARKER:
+            chunks.append((offset, "".join(current)))
+            offset += len(current) + 1
+            current = []
+        else:
+            current.append(line)
+    chunks.append((offset, "".join(current)))
+    return chunks
+
+
+def _parse_error(error: ir.MLIRError, filename: str, line_offset: int) -> str:
+    messages = []
+    for diagnostic in error.error_diagnostics:
+        match = _LOCATION.search(str(diagnostic.location))
+        where = (f"{filename}:{int(match['line']) + line_offset}:{match['col']}"
+                 if match else filename)
+        messages.append(f"{where}: error: {diagnostic.message}")
+    return "\n".join(messages) or f"{filename}: error: {error}"
+
+
+def process(text: str, filename: str, pipeline: str | None, split: bool,
+            print_ir_after_all: bool) -> tuple[str, list[str]]:
+    """Run the pipeline on every chunk; returns (output text, error messages)."""
+    outputs, errors = [], []
+    for line_offset, chunk in _chunks(text, split):
+        try:
+            module = ir.parse_module(chunk)
+        except ir.MLIRError as error:
+            errors.append(_parse_error(error, filename, line_offset))
+            continue
+        if pipeline:
+            try:
+                run_pipeline(module, pipeline, print_ir_after_all)
+            except PipelineError as error:
+                errors.append(f"{filename}: error: {error}")
+                continue
+        outputs.append(str(module))
+    return f"\n{SPLIT_MARKER}\n".join(outputs), errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    if args.list_passes:
+        print(list_passes())
+        return 0
+    if args.passes and args.pass_pipeline:
+        print("tessel-opt: give either -p or --pass-pipeline, not both", file=sys.stderr)
+        return 2
+    filename = "<stdin>" if args.input == "-" else args.input
+    try:
+        text = sys.stdin.read() if args.input == "-" else open(args.input).read()
+    except OSError as error:
+        print(f"tessel-opt: cannot read {filename}: {error.strerror}", file=sys.stderr)
+        return 2
+    output, errors = process(text, filename, args.pass_pipeline or args.passes,
+                             args.split_input_file, args.mlir_print_ir_after_all)
+    for message in errors:
+        print(message, file=sys.stderr)
+    if output:
+        if args.output == "-":
+            print(output)
+        else:
+            with open(args.output, "w") as out:
+                out.write(output + "\n")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

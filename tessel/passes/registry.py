@@ -1,0 +1,132 @@
+"""Pass and pipeline registry: kebab-case names -> Python pass classes and pipeline strings.
+
+Built-in passes register on import of their module (listed in `_BUILTIN_PASS_MODULES`,
+imported on first lookup). Users add passes and pipelines with `register` /
+`register_pipeline`, or from a package through the `tessel.plugins` entry point group,
+whose objects are called once with no arguments on first lookup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from tessel import ir
+
+_BUILTIN_PASS_MODULES = ("tessel.passes.check_contract",)
+
+_passes: dict[str, type[ModulePass]] = {}
+_pipelines: dict[str, tuple[str, str]] = {}  # name -> (pipeline text, one-line description)
+_loaded = False
+
+
+@dataclass(frozen=True)
+class ModulePass:
+    """Base class of tessel's Python passes: IR in, IR out, options as dataclass fields."""
+
+    name: ClassVar[str]
+
+    def run(self, module: ir.Operation) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def description(cls) -> str:
+        """The docstring's first line, without its leading `name:`."""
+        first_line = (cls.__doc__ or "").strip().splitlines()[0]
+        return first_line.removeprefix(f"{cls.name}:").strip()
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> ModulePass:
+        """Build the pass from `{key=value ...}` text options (kebab-case keys)."""
+        fields = {f.name.replace("_", "-"): f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, text in options.items():
+            if key not in fields:
+                valid = ", ".join(sorted(fields)) or "none"
+                raise ValueError(f"pass {cls.name!r} has no option {key!r} (options: {valid})")
+            values[fields[key].name] = _parse_option_value(cls.name, key, fields[key], text)
+        return cls(**values)
+
+    def pipeline_text(self) -> str:
+        """This pass with its non-default options, as it reads in a pipeline string."""
+        options = [
+            f"{f.name.replace('_', '-')}={_format_option_value(getattr(self, f.name))}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != f.default
+        ]
+        return self.name + ("{" + " ".join(options) + "}" if options else "")
+
+
+def _parse_option_value(pass_name: str, key: str, field: dataclasses.Field, text: str) -> Any:
+    kind = field.type if isinstance(field.type, str) else field.type.__name__
+    try:
+        if kind == "bool":
+            if text not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text in ("true", "1")
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind.startswith("tuple"):
+            return tuple(int(part) for part in text.split(",") if part)
+        return text
+    except ValueError:
+        raise ValueError(f"pass {pass_name!r}: option {key!r} expects {kind}, got {text!r}") from None
+
+
+def _format_option_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def register(cls: type[ModulePass]) -> type[ModulePass]:
+    """Class decorator: make a ModulePass available under its `name`."""
+    if cls.name in _passes and _passes[cls.name] is not cls:
+        raise ValueError(f"a pass named {cls.name!r} is already registered")
+    _passes[cls.name] = cls
+    return cls
+
+
+def register_pipeline(name: str, text: str, description: str) -> None:
+    """Make `text` (a pipeline string) available under `name`, e.g. `-p name`."""
+    _pipelines[name] = (text, description)
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in _BUILTIN_PASS_MODULES:
+        importlib.import_module(module)
+    importlib.import_module("tessel.passes.pipelines")
+    for plugin in entry_points(group="tessel.plugins"):
+        plugin.load()()
+
+
+def lookup_pass(name: str) -> type[ModulePass] | None:
+    _load()
+    return _passes.get(name)
+
+
+def lookup_pipeline(name: str) -> str | None:
+    _load()
+    entry = _pipelines.get(name)
+    return entry[0] if entry else None
+
+
+def all_passes() -> dict[str, type[ModulePass]]:
+    _load()
+    return dict(sorted(_passes.items()))
+
+
+def all_pipelines() -> dict[str, tuple[str, str]]:
+    _load()
+    return dict(sorted(_pipelines.items()))

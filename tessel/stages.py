@@ -1,0 +1,70 @@
+"""Runs the stages of one graph's compilation: timing, dump files and repros.
+
+Every pipeline a graph goes through runs via `Stages.run_pipeline`, which times it
+into `tessel.stats()["compile_seconds"]`, writes its output to the dump directory,
+and on failure writes a repro (the IR before the pipeline plus the `tessel-opt`
+command that replays it) and raises `CompileFailure`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from tessel import counters, ir
+from tessel.dump import GraphDump
+from tessel.passes.pipeline import PipelineError, run_pipeline
+
+
+class CompileFailure(Exception):
+    """A stage failed. `op` is the offending op when known; `repro` the repro folder."""
+
+    def __init__(self, stage: str, message: str, op: str | None = None, repro: Path | None = None):
+        super().__init__(message)
+        self.stage = stage
+        self.message = message
+        self.op = op
+        self.repro = repro
+
+
+class Stages:
+    def __init__(self, dump: GraphDump):
+        self.dump = dump
+
+    @contextmanager
+    def timed(self, stage: str):
+        with counters.timed_stage(stage):
+            yield
+
+    def write(self, stage_file: str, text: str) -> None:
+        self.dump.write(stage_file, text)
+
+    def run_pipeline(self, module: ir.Module, stage: str, pipeline: str, op_finder=None) -> None:
+        """Run `pipeline` on `module`; dump the result as `<stage>.mlir`."""
+        before = str(module)
+        try:
+            with self.timed(stage):
+                run_pipeline(module, pipeline)
+        except PipelineError as error:
+            repro = self.write_repro(stage, before, pipeline)
+            op = op_finder(str(error)) if op_finder else None
+            raise CompileFailure(stage, f"{error}\n{self.repro_hint(repro)}", op, repro) from None
+        self.write(f"{stage}.mlir", str(module))
+
+    def write_repro(self, stage: str, ir_text: str, pipeline: str) -> Path:
+        """Write the failing stage's input IR and replay command; returns the folder."""
+        folder = (self.dump.path / "repro") if self.dump.path else Path(
+            tempfile.mkdtemp(prefix=f"tessel-repro-{self.dump.graph_name}-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        ir_file = folder / f"{stage}.input.mlir"
+        ir_file.write_text(ir_text)
+        command = f"tessel-opt {shlex.quote(str(ir_file))} --pass-pipeline={shlex.quote(pipeline)}"
+        (folder / "replay.sh").write_text(f"#!/bin/sh\n{command}\n")
+        return folder
+
+    @staticmethod
+    def repro_hint(repro: Path) -> str:
+        command = (repro / "replay.sh").read_text().splitlines()[-1]
+        return f"repro written to {repro}; replay with:\n  {command}"

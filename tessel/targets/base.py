@@ -1,0 +1,35 @@
+"""The target interface and the registry the frontend uses to find targets by name."""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from typing import Callable, ClassVar
+
+from tessel import ir
+
+# Imported lazily, so a target's toolchain loads only when a graph asks for it.
+_TARGETS = {"cpu": "tessel.targets.cpu.target:CpuTarget"}
+
+
+class Target(ABC):
+    """Turns linalg-on-tensors IR plus a graph signature into a callable host program."""
+
+    name: ClassVar[str]
+    # The named pipeline (tessel/passes/pipelines.py) the target runs by default.
+    default_pipeline: ClassVar[str]
+
+    @abstractmethod
+    def compile(self, module: ir.Module, signature, options, stages) -> tuple[Callable, int]:
+        """Compile `module` (entry point `main`); returns (f(*graph_inputs), kernel count).
+
+        Every pipeline runs through `stages` (tessel.stages.Stages), which times it,
+        dumps its output and leaves a repro when it fails.
+        """
+
+
+def get_target(name: str) -> Target:
+    if name not in _TARGETS:
+        raise ValueError(f"tessel: unknown target {name!r}; known targets: {', '.join(_TARGETS)}")
+    module_name, class_name = _TARGETS[name].split(":")
+    return getattr(importlib.import_module(module_name), class_name)()

@@ -1,0 +1,82 @@
+"""The CPU target: linalg-on-tensors -> LLVM dialect (the `cpu` pipeline) -> LLVM ORC JIT."""
+
+from __future__ import annotations
+
+from typing import Callable, ClassVar
+
+from tessel import ir
+from tessel.frontend.signature import GraphSignature
+from tessel.passes.pipeline import canonical_text, top_level_elements
+from tessel.passes.registry import lookup_pipeline
+from tessel.stages import Stages
+from tessel.targets.base import Target
+from tessel.targets.cpu import host_program
+
+ENTRY_POINT = "main"
+
+
+def entry_point_abi(module: ir.Module) -> host_program.EntryPointAbi:
+    """Argument kinds of `main`, read from its linalg-on-tensors signature."""
+    func = next(op for op in module.body.operations
+                if op.operation.name == "func.func" and op.sym_name.value == ENTRY_POINT)
+    kinds: list[tuple[str, object]] = []
+    for arg_type in func.type.inputs:
+        if isinstance(arg_type, ir.RankedTensorType):
+            kinds.append(("memref", arg_type.rank))
+        elif isinstance(arg_type, ir.IntegerType) and arg_type.width == 64:
+            kinds.append(("scalar", "i64"))
+        elif isinstance(arg_type, ir.F64Type):
+            kinds.append(("scalar", "f64"))
+        else:
+            raise ValueError(f"entry point argument of type {arg_type} is not supported")
+    results = [t.rank for t in func.type.results]
+    return host_program.EntryPointAbi(kinds, results)
+
+
+def count_loop_nests(module: ir.Module) -> int:
+    """linalg ops left after fusion: each becomes one loop nest, i.e. one kernel."""
+    count = 0
+
+    def visit(op):
+        nonlocal count
+        name = op.operation.name
+        if name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index"):
+            count += 1
+        elif name.startswith("tm_tensor.") and name != "tm_tensor.yield":
+            count += 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return count
+
+
+class CpuTarget(Target):
+    name: ClassVar[str] = "cpu"
+    default_pipeline: ClassVar[str] = "cpu"
+
+    def compile(self, module: ir.Module, signature: GraphSignature, options,
+                stages: Stages) -> tuple[Callable, int]:
+        abi = entry_point_abi(module)
+        kernels = self._run_pipelines(module, options.pipeline, stages)
+        with stages.timed("llvm-jit"):
+            engine = ir.ExecutionEngine(module, opt_level=options.opt_level)
+            entry_point = engine.lookup(ENTRY_POINT)
+        program = host_program.generate(signature, abi, stages.dump.graph_name)
+        stages.write("host_program.py", program.source)
+        host = host_program.build(program, entry_point)
+        host.engine = engine  # the JIT'd code lives as long as the host program
+        return host, kernels
+
+    def _run_pipelines(self, module: ir.Module, pipeline: str | None, stages: Stages) -> int:
+        """Run the named pipeline one named stage at a time (one dump per stage)."""
+        if pipeline is not None:
+            kernels = count_loop_nests(module)
+            stages.run_pipeline(module, "pipeline", canonical_text(pipeline))
+            return kernels
+        kernels = 0
+        for element in top_level_elements(lookup_pipeline(self.default_pipeline)):
+            name = element.split("{")[0]
+            if name == "cpu-bufferize":
+                kernels = count_loop_nests(module)
+            stages.run_pipeline(module, name, canonical_text(element))
+        return kernels
