@@ -42,7 +42,7 @@ class Stages:
         self.dump.write(stage_file, text)
 
     def run_pipeline(self, module: ir.Module, stage: str, pipeline: str, op_finder=None) -> None:
-        """Run `pipeline` on `module`; dump the result as `<stage>.mlir`."""
+        """Run `pipeline` (text or a registered name) on `module`; dump it as `<stage>.mlir`."""
         before = str(module)
         try:
             with self.timed(stage):
@@ -60,7 +60,8 @@ class Stages:
         folder.mkdir(parents=True, exist_ok=True)
         ir_file = folder / f"{stage}.input.mlir"
         ir_file.write_text(ir_text)
-        command = f"tessel-opt {shlex.quote(str(ir_file))} --pass-pipeline={shlex.quote(pipeline)}"
+        flag = "--pass-pipeline=" if "(" in pipeline else "-p "
+        command = f"tessel-opt {shlex.quote(str(ir_file))} {flag}{shlex.quote(pipeline)}"
         (folder / "replay.sh").write_text(f"#!/bin/sh\n{command}\n")
         return folder
 

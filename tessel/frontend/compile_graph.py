@@ -7,13 +7,13 @@ import warnings
 
 import torch
 import torch.fx
+from torch._functorch.aot_autograd import make_boxed_func
 
 from tessel import counters
 from tessel.dump import GraphDump
 from tessel.frontend.importer import import_graph, torch_op_named_in
 from tessel.frontend.signature import UnsupportedGraph, prepare_graph
 from tessel.options import Options
-from tessel.passes.pipeline import canonical_text
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import get_target
 
@@ -35,16 +35,16 @@ def resolve_target(options: Options, example_inputs) -> str:
 
 def _compile(gm: torch.fx.GraphModule, example_inputs, options: Options, stages: Stages):
     with stages.timed("prepare"):
-        graph, signature = prepare_graph(gm)
+        import_module, signature = prepare_graph(gm)
         target = get_target(resolve_target(options, example_inputs))
     with stages.timed("import"):
         try:
-            module = import_graph(graph)
+            module = import_graph(import_module.graph)
         except Exception as error:  # noqa: BLE001 -- the importer raises many kinds
             message = f"{type(error).__name__}: {error}"
             raise CompileFailure("import", message, torch_op_named_in(message)) from error
     stages.write("torch.mlir", str(module))
-    stages.run_pipeline(module, "linalg", canonical_text("torch-to-linalg"), torch_op_named_in)
+    stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
     return target.compile(module, signature, options, stages)
 
 
@@ -67,10 +67,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
         counters.count("backward_graphs_compiled" if kind == "backward" else "forward_graphs_compiled")
         counters.count("kernels", kernels)
         log.info("tessel: compiled graph %s into %d kernel(s)", dump.graph_name, kernels)
-        return host
+        return make_boxed_func(host)
 
     op = failure.op or "graph"
-    summary = failure.message.strip().splitlines()[0]
+    summary = _first_error_line(failure.message)
     if not options.fallback:
         raise TesselCompileError(
             f"tessel could not compile graph {dump.graph_name} (stage {failure.stage}), "
@@ -78,4 +78,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     counters.record_fallback(f"{dump.graph_name}: {op}: {summary}")
     warnings.warn(f"tessel: graph {dump.graph_name} runs eagerly: {op} is not supported "
                   f"({failure.stage}: {summary})", stacklevel=2)
-    return gm
+    return make_boxed_func(gm)
+
+
+def _first_error_line(message: str) -> str:
+    lines = message.strip().splitlines()
+    return next((line.strip() for line in lines if "error:" in line), lines[0] if lines else "")

@@ -96,7 +96,7 @@ def _bind_symbols(inputs, values) -> list[tuple[str, str]]:
     return list(bindings.items())
 
 
-def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.Graph, GraphSignature]:
+def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, GraphSignature]:
     """The graph to import (op-made tensor outputs only) and the host-side signature."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     values = [n.meta.get("val") for n in placeholders]
@@ -114,6 +114,9 @@ def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.Graph, GraphSignat
     results: list[TensorResult] = []
     returns: list[str] = []
     for position, out in enumerate(fx_outputs):
+        # An alias output shares its source's storage in eager too: return the same tensor.
+        while isinstance(out, torch.fx.Node) and out.target is torch.ops.aten.alias.default:
+            out = out.args[0]
         if out is None:
             returns.append("None")
         elif not isinstance(out, torch.fx.Node):
@@ -143,4 +146,5 @@ def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.Graph, GraphSignat
     import_graph.eliminate_dead_code()
     signature = GraphSignature(inputs, bindings, results, returns,
                                [str(n.target) for n in gm.graph.nodes if n.op == "call_function"])
-    return import_graph, signature
+    # The module owns the graph's constants (get_attr targets) that the importer reads.
+    return torch.fx.GraphModule(gm, import_graph), signature

@@ -75,11 +75,6 @@ def _parse_element(element: str) -> tuple[str, dict[str, str]]:
     return name.strip(), options
 
 
-def canonical_text(text: str) -> str:
-    """The pipeline as one `builtin.module(...)` string, named pipelines expanded."""
-    return "builtin.module(" + ",".join(expand(text)) + ")"
-
-
 def build_pass_manager(text: str, print_ir_after_all: bool = False) -> tuple[ir.PassManager, list]:
     """A PassManager for `text`; the list collects exceptions raised by Python passes."""
     failures: list[tuple[str, BaseException]] = []

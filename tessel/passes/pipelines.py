@@ -15,8 +15,8 @@ register_pipeline(
     "builtin.module(check-contract{target=cpu},"
     "func.func(linalg-generalize-named-ops),"
     "func.func(linalg-fuse-elementwise-ops),"
-    "canonicalize)",
-    "check the CPU contract, then fuse elementwise producers into consumers",
+    "canonicalize,distinct-results)",
+    "check the CPU contract, fuse elementwise producers into consumers, one buffer per result",
 )
 
 register_pipeline(

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from tessel import ir
 
-_BUILTIN_PASS_MODULES = ("tessel.passes.check_contract",)
+_BUILTIN_PASS_MODULES = ("tessel.passes.check_contract", "tessel.passes.distinct_results")
 
 _passes: dict[str, type[ModulePass]] = {}
 _pipelines: dict[str, tuple[str, str]] = {}  # name -> (pipeline text, one-line description)

@@ -6,7 +6,7 @@ from typing import Callable, ClassVar
 
 from tessel import ir
 from tessel.frontend.signature import GraphSignature
-from tessel.passes.pipeline import canonical_text, top_level_elements
+from tessel.passes.pipeline import top_level_elements
 from tessel.passes.registry import lookup_pipeline
 from tessel.stages import Stages
 from tessel.targets.base import Target
@@ -71,12 +71,12 @@ class CpuTarget(Target):
         """Run the named pipeline one named stage at a time (one dump per stage)."""
         if pipeline is not None:
             kernels = count_loop_nests(module)
-            stages.run_pipeline(module, "pipeline", canonical_text(pipeline))
+            stages.run_pipeline(module, "pipeline", pipeline)
             return kernels
         kernels = 0
         for element in top_level_elements(lookup_pipeline(self.default_pipeline)):
             name = element.split("{")[0]
             if name == "cpu-bufferize":
                 kernels = count_loop_nests(module)
-            stages.run_pipeline(module, name, canonical_text(element))
+            stages.run_pipeline(module, name, element)
         return kernels

@@ -1,0 +1,356 @@
+"""Side-by-side benchmark of eager PyTorch, inductor and tessel's `mlir` backend.
+
+Usage:
+    python -m benchmarks.run [--device cpu] [--workloads pointwise,softmax]
+                             [--repeats 20] [--output benchmarks/results/cpu.md]
+
+Each workload runs in this one process under every backend in turn: eager (the
+plain function), inductor (`torch.compile(fn)`) and mlir
+(`torch.compile(fn, backend="mlir")`). Per backend the harness resets Dynamo,
+times the first call (compile included), warms up, then reports the median of
+`repeats` timed calls. Outputs are compared with eager's. A backend that raises
+is recorded in the status column and the run goes on; an mlir run that fell
+back to eager (tessel.stats()) is flagged "fallback" rather than timed.
+
+The markdown table is printed and written to --output, with the same data as
+JSON next to it (same name, .json suffix). See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils._pytree import tree_leaves
+
+import tessel
+
+BACKENDS = ("eager", "inductor", "mlir")
+WARMUP_CALLS = 2
+PACKAGES = ("torch", "torch-mlir", "triton", "tessel")
+
+
+# --------------------------------------------------------------------------- workloads
+
+def pointwise(device: str):
+    def fn(a, b):
+        return torch.sigmoid(a) * torch.tanh(b) + a * 0.5 - torch.abs(b)
+    n = 1 << 20
+    return fn, (torch.randn(n, device=device), torch.randn(n, device=device))
+
+
+def layernorm_gelu_residual(device: str):
+    rows, dim = 2048, 512
+    weight = torch.randn(dim, device=device)
+    bias = torch.randn(dim, device=device)
+
+    def fn(x):
+        return x + F.gelu(F.layer_norm(x, (dim,), weight, bias))
+    return fn, (torch.randn(rows, dim, device=device),)
+
+
+def softmax(device: str):
+    def fn(x):
+        return torch.softmax(x, dim=-1)
+    return fn, (torch.randn(2048, 512, device=device),)
+
+
+def mlp(device: str):
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256))
+    return model.to(device).eval(), (torch.randn(64, 256, device=device),)
+
+
+def convnet(device: str):
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10),
+    )
+    return model.to(device).eval(), (torch.randn(4, 3, 32, 32, device=device),)
+
+
+def transformer_layer(device: str):
+    model = nn.TransformerEncoderLayer(
+        d_model=128, nhead=4, dim_feedforward=256, batch_first=True, dropout=0.0)
+    return model.to(device).eval(), (torch.randn(4, 64, 128, device=device),)
+
+
+WORKLOADS: dict[str, Callable] = {
+    w.__name__: w
+    for w in (pointwise, layernorm_gelu_residual, softmax, mlp, convnet, transformer_layer)
+}
+
+
+# --------------------------------------------------------------------------- measuring
+
+@dataclass
+class BackendResult:
+    ms: float | None = None             # median per-call milliseconds
+    first_call_s: float | None = None   # first call, compile included
+    max_err: float | None = None        # max abs difference from eager's output
+    error: str | None = None            # exception text when the backend raised
+    stats: dict | None = None           # tessel.stats() after the mlir run
+
+    @property
+    def fell_back(self) -> bool:
+        """True for an mlir run that did not (entirely) run compiled code."""
+        return self.stats is not None and (
+            self.stats["graphs_fallback"] > 0 or self.stats["graphs_compiled"] == 0)
+
+
+@dataclass
+class WorkloadResult:
+    name: str
+    backends: dict[str, BackendResult] = field(default_factory=dict)
+
+    def speedup(self, backend: str) -> float | None:
+        eager, other = self.backends["eager"], self.backends[backend]
+        if eager.ms is None or other.ms is None or other.fell_back:
+            return None
+        return eager.ms / other.ms
+
+    def status(self) -> str:
+        problems = [f"{name} error: {r.error}" for name, r in self.backends.items() if r.error]
+        mlir = self.backends.get("mlir")
+        if mlir and mlir.fell_back:
+            reasons = "; ".join(mlir.stats["fallback_reasons"]) or "no graph compiled"
+            problems.append(f"mlir fallback: {reasons}")
+        return " / ".join(problems) or "ok"
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def build(backend: str, fn: Callable) -> Callable:
+    if backend == "eager":
+        return fn
+    if backend == "inductor":
+        return torch.compile(fn)
+    return torch.compile(fn, backend="mlir")
+
+
+def time_calls(fn: Callable, inputs: tuple, device: str, repeats: int) -> tuple[float, object, float]:
+    """(first-call seconds, first output, median ms of `repeats` calls after warm-up)."""
+    start = time.perf_counter()
+    output = fn(*inputs)
+    synchronize(device)
+    first_call_s = time.perf_counter() - start
+    for _ in range(WARMUP_CALLS):
+        fn(*inputs)
+    synchronize(device)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(*inputs)
+        synchronize(device)
+        samples.append(time.perf_counter() - start)
+    return first_call_s, output, statistics.median(samples) * 1e3
+
+
+def max_abs_error(output, reference) -> float:
+    pairs = zip(tree_leaves(output), tree_leaves(reference), strict=True)
+    return max((o.float() - r.float()).abs().max().item() for o, r in pairs)
+
+
+def run_backend(backend: str, fn: Callable, inputs: tuple, device: str, repeats: int,
+                reference) -> tuple[BackendResult, object]:
+    """Measure one backend; returns its result and output (None when it raised)."""
+    torch._dynamo.reset()
+    if backend == "mlir":
+        tessel.reset_stats()
+    result = BackendResult()
+    output = None
+    try:
+        with torch.no_grad():
+            result.first_call_s, output, result.ms = time_calls(
+                build(backend, fn), inputs, device, repeats)
+        if reference is not None:
+            result.max_err = max_abs_error(output, reference)
+    except Exception as exc:  # noqa: BLE001 - any backend failure is recorded, not fatal
+        result.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    if backend == "mlir":
+        result.stats = tessel.stats()
+    return result, output
+
+
+def run_workload(name: str, device: str, repeats: int) -> WorkloadResult:
+    torch.manual_seed(0)
+    fn, inputs = WORKLOADS[name](device)
+    result = WorkloadResult(name)
+    reference = None
+    for backend in BACKENDS:
+        result.backends[backend], output = run_backend(
+            backend, fn, inputs, device, repeats, reference)
+        if backend == "eager":
+            reference = output
+    return result
+
+
+# --------------------------------------------------------------------------- reporting
+
+def cpu_model() -> str:
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return platform.processor() or "unknown"
+    for line in lscpu.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def environment(device: str, threads: int, repeats: int) -> dict:
+    env = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": f"{cpu_model()} ({platform.machine()}), {os.cpu_count()} cores",
+        "device": device,
+        "torch threads": threads,
+        "load average (1 min) at start": f"{os.getloadavg()[0]:.2f}",
+        "repeats": repeats,
+        "python": platform.python_version(),
+    }
+    env.update({name: package_version(name) for name in PACKAGES})
+    if device.startswith("cuda"):
+        env["gpu"] = torch.cuda.get_device_name()
+    return env
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def fmt(value: float | None, spec: str, suffix: str = "") -> str:
+    return "—" if value is None else f"{value:{spec}}{suffix}"
+
+
+def mlir_ms_cell(mlir: BackendResult) -> str:
+    if mlir.error:
+        return "error"
+    return "fallback" if mlir.fell_back else fmt(mlir.ms, ".3f")
+
+
+def table_row(w: WorkloadResult) -> list[str]:
+    eager, inductor, mlir = (w.backends[b] for b in BACKENDS)
+    return [
+        w.name,
+        fmt(eager.ms, ".3f"),
+        "error" if inductor.error else fmt(inductor.ms, ".3f"),
+        mlir_ms_cell(mlir),
+        fmt(w.speedup("inductor"), ".2f", "x"),
+        fmt(w.speedup("mlir"), ".2f", "x"),
+        fmt(inductor.first_call_s, ".2f"),
+        fmt(mlir.first_call_s, ".2f"),
+        fmt(mlir.max_err, ".2e"),
+        str(mlir.stats["kernels"]) if mlir.stats else "—",
+        w.status().replace("|", "\\|"),
+    ]
+
+
+HEADER = ["workload", "eager ms", "inductor ms", "mlir ms", "inductor speedup",
+          "mlir speedup", "inductor first call s", "mlir first call s", "mlir max err",
+          "mlir kernels", "status"]
+
+
+def geomeans(results: list[WorkloadResult]) -> dict[str, dict]:
+    out = {}
+    for backend in ("inductor", "mlir"):
+        speedups = [s for w in results if (s := w.speedup(backend)) is not None]
+        out[backend] = {"geomean_speedup": geomean(speedups), "workloads": len(speedups)}
+    return out
+
+
+def markdown(env: dict, results: list[WorkloadResult], means: dict) -> str:
+    lines = ["# tessel benchmark: eager vs inductor vs mlir", ""]
+    lines += [f"- {key}: {value}" for key, value in env.items()]
+    lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(table_row(w)) + " |" for w in results]
+    lines.append("")
+    for backend, mean in means.items():
+        lines.append(f"Geomean speedup of {backend} over eager: "
+                     f"{fmt(mean['geomean_speedup'], '.2f', 'x')} "
+                     f"(over {mean['workloads']} of {len(results)} workloads)")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(env: dict, results: list[WorkloadResult], means: dict) -> dict:
+    workloads = []
+    for w in results:
+        backends = {}
+        for name, r in w.backends.items():
+            backends[name] = asdict(r) | {"fell_back": r.fell_back, "speedup": (
+                None if name == "eager" else w.speedup(name))}
+        workloads.append({"name": w.name, "status": w.status(), "backends": backends})
+    return {"environment": env, "workloads": workloads, "geomean": means}
+
+
+# --------------------------------------------------------------------------- entry point
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"comma-separated subset of: {', '.join(WORKLOADS)}")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per backend")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="markdown file (default: benchmarks/results/<device>.md); "
+                             "JSON goes next to it")
+    args = parser.parse_args(argv)
+    args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    unknown = sorted(set(args.workloads) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    if args.output is None:
+        args.output = Path("benchmarks/results") / f"{args.device.split(':')[0]}.md"
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    threads = os.cpu_count() or 1
+    torch.set_num_threads(threads)
+    env = environment(args.device, threads, args.repeats)
+
+    results = []
+    for name in args.workloads:
+        start = time.perf_counter()
+        results.append(run_workload(name, args.device, args.repeats))
+        print(f"[{name}] done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+
+    means = geomeans(results)
+    report = markdown(env, results, means)
+    print(report)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(report)
+    args.output.with_suffix(".json").write_text(
+        json.dumps(as_json(env, results, means), indent=2) + "\n")
+    print(f"wrote {args.output} and {args.output.with_suffix('.json')}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
