@@ -229,7 +229,6 @@ def environment(device: str, threads: int, repeats: int) -> dict:
         "machine": f"{cpu_model()} ({platform.machine()}), {os.cpu_count()} cores",
         "device": device,
         "torch threads": threads,
-        "load average (1 min) at start": f"{os.getloadavg()[0]:.2f}",
         "repeats": repeats,
         "python": platform.python_version(),
     }
@@ -335,6 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     threads = os.cpu_count() or 1
     torch.set_num_threads(threads)
     env = environment(args.device, threads, args.repeats)
+    load_at_start = os.getloadavg()[0]
 
     results = []
     for name in args.workloads:
@@ -342,6 +342,7 @@ def main(argv: list[str] | None = None) -> None:
         results.append(run_workload(name, args.device, args.repeats))
         print(f"[{name}] done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
 
+    env["load average (1 min) at start / end"] = f"{load_at_start:.2f} / {os.getloadavg()[0]:.2f}"
     means = geomeans(results)
     report = markdown(env, results, means)
     print(report)

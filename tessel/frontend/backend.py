@@ -4,23 +4,12 @@ from __future__ import annotations
 
 import functools
 
-import torch
 import torch.fx
 from torch._dynamo.backends.common import aot_autograd
-from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 from tessel.frontend.compile_graph import compile_graph
+from tessel.frontend.decompositions import decomposition_table
 from tessel.options import parse_options
-
-
-@functools.cache
-def decomposition_table() -> dict:
-    """torch-mlir's table (it lowers more OpInfo ops than torch's core-ATen set: 463 vs 455),
-    plus decompositions of ops that torch-mlir cannot lower but their parts it can."""
-    table = dict(get_decomposition_table())
-    # Adam's update decomposes to prims.fma; LLVM contracts the multiply-add again.
-    table[torch.ops.prims.fma.default] = lambda a, b, c: a * b + c
-    return table
 
 
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None,

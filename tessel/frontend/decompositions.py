@@ -1,0 +1,88 @@
+"""The decomposition table aot_autograd applies before import.
+
+torch-mlir's own table is the base: it lowers more of PyTorch's OpInfo ops than
+torch's core-ATen table (463 vs 455 of 672). On top of it, tessel decomposes ops
+that torch-mlir cannot lower but whose parts it can.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import torch.nn.functional as F
+from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+aten = torch.ops.aten
+
+
+def fma(a, b, c):
+    """prims.fma (from Adam's update): LLVM contracts the multiply-add again."""
+    return a * b + c
+
+
+def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                                  proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1,
+                                  norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
+                                  ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
+    """nn.TransformerEncoderLayer's inference fast path, as the layer's own math."""
+    if mask is not None or src.dim() != 3:
+        return NotImplemented  # masks come in three encodings; leave those to eager
+    batch, length, _ = src.shape
+    head_dim = embed_dim // num_heads
+
+    def self_attention(x):
+        qkv = F.linear(x, qkv_weight, qkv_bias)
+        qkv = qkv.view(batch, length, 3, num_heads, head_dim).permute(2, 0, 3, 1, 4)
+        attended = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])
+        return F.linear(attended.transpose(1, 2).reshape(batch, length, embed_dim),
+                        proj_weight, proj_bias)
+
+    def feed_forward(x):
+        hidden = F.linear(x, ffn_weight_1, ffn_bias_1)
+        hidden = F.gelu(hidden) if use_gelu else F.relu(hidden)
+        return F.linear(hidden, ffn_weight_2, ffn_bias_2)
+
+    def norm_1(x):
+        return F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+
+    def norm_2(x):
+        return F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+
+    if norm_first:
+        x = src + self_attention(norm_1(src))
+        return x + feed_forward(norm_2(x))
+    x = norm_1(src + self_attention(src))
+    return norm_2(x + feed_forward(x))
+
+
+def flash_attention_for_cpu_backward(grad_out, query, key, value, out, attention, dropout_p,
+                                      is_causal, attn_mask=None, scale=None):
+    """The CPU flash-attention backward (training through SDPA) as matmuls.
+
+    The forward goes through the table's decomposition (torch._decomp's), which saves
+    the attention probabilities P in the kernel's logsumexp slot; from P:
+    dV = P^T dO, dS = P * (dO V^T - rowsum(dO * O)), dQ = dS K * scale, dK = dS^T Q * scale.
+    """
+    if dropout_p != 0.0 or attention.dim() != query.dim():
+        return NotImplemented  # a real logsumexp: the forward ran the flash kernel itself
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    grad_value = torch.matmul(attention.transpose(-2, -1), grad_out)
+    grad_attention = torch.matmul(grad_out, value.transpose(-2, -1))
+    row_dot = (grad_out * out).sum(dim=-1, keepdim=True)
+    grad_scores = attention * (grad_attention - row_dot)
+    grad_query = torch.matmul(grad_scores, key) * scale
+    grad_key = torch.matmul(grad_scores.transpose(-2, -1), query) * scale
+    return grad_query, grad_key, grad_value
+
+
+@functools.cache
+def decomposition_table() -> dict:
+    table = dict(get_decomposition_table())
+    table[torch.ops.prims.fma.default] = fma
+    table[aten._transformer_encoder_layer_fwd.default] = transformer_encoder_layer_fwd
+    table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
+        flash_attention_for_cpu_backward)
+    return table
+
