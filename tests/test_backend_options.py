@@ -1,0 +1,148 @@
+"""Backend registration, modes and options, fallback, errors with repros, the dump directory."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch._dynamo
+
+import tessel
+from conftest import assert_compiled
+
+
+def zeta_plus_one(x):
+    # torch-mlir has no lowering for aten.special_zeta
+    return torch.special.zeta(x, 2.0) + 1
+
+
+def test_backend_registered_by_entry_point_without_importing_tessel():
+    code = ("import sys, torch, torch._dynamo\n"
+            "assert 'mlir' in torch._dynamo.list_backends()\n"
+            "f = torch.compile(lambda x: x.sin() + 1, backend='mlir')\n"
+            "x = torch.randn(4)\n"
+            "assert torch.allclose(f(x), x.sin() + 1)\n"
+            "assert 'tessel' in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead", "max-autotune"])
+def test_modes_are_accepted(mode):
+    fn = torch.compile(lambda x: x * 2, backend="mlir", mode=mode)
+    x = torch.randn(3)
+    torch.testing.assert_close(fn(x), x * 2)
+    assert_compiled()
+
+
+@pytest.mark.parametrize("mode, options, message", [
+    ("fastest", None, "unknown mode 'fastest'; valid modes are: default, reduce-overhead"),
+    (None, {"dumpdir": "/tmp"}, "unknown option 'dumpdir'; valid options are: dump_dir, fallback"),
+    (None, {"fallback": "no"}, "option 'fallback' expects bool, got str"),
+    (None, {"opt_level": 7}, "option 'opt_level' got 7; valid values are: 0, 1, 2, 3"),
+    (None, {"target": "tpu"}, "option 'target' got 'tpu'; valid values are: 'auto', 'cpu'"),
+])
+def test_bad_mode_or_option_is_a_clear_error(mode, options, message):
+    kwargs = {"options": options} if options else {"mode": mode}
+    fn = torch.compile(lambda x: x + 1, backend="mlir", **kwargs)
+    with pytest.raises(Exception, match=message.replace("(", r"\(")):
+        fn(torch.randn(2))
+
+
+def test_list_options_describes_every_option():
+    options = tessel.list_options()
+    assert set(options) == {"fallback", "dump_dir", "target", "pipeline", "opt_level"}
+    for name, description in options.items():
+        assert description["doc"], name
+        assert "default" in description
+
+
+def test_unsupported_op_falls_back_with_one_warning_naming_it():
+    x = torch.rand(5) + 1
+    fn = torch.compile(zeta_plus_one, backend="mlir")
+    with pytest.warns(UserWarning, match="aten.special_zeta") as caught:
+        torch.testing.assert_close(fn(x), zeta_plus_one(x))
+    assert len([w for w in caught if "tessel" in str(w.message)]) == 1
+    counters = tessel.stats()
+    assert counters["graphs_fallback"] == 1 and counters["graphs_compiled"] == 0
+    assert "special_zeta" in counters["fallback_reasons"][0]
+
+
+def test_complex_input_falls_back():
+    x = torch.randn(3, dtype=torch.complex64)
+    fn = torch.compile(lambda t: t * 2, backend="mlir")
+    with pytest.warns(UserWarning, match="input arg0_1 has dtype torch.complex64"):
+        torch.testing.assert_close(fn(x), x * 2)
+    assert tessel.stats()["graphs_fallback"] == 1
+
+
+def test_sparse_input_runs_eagerly():
+    # Dynamo itself does not capture sparse tensors, so no graph reaches tessel.
+    x = torch.randn(4, 4).to_sparse()
+    fn = torch.compile(lambda t: t * 2, backend="mlir")
+    torch.testing.assert_close(fn(x).to_dense(), (x * 2).to_dense())
+    assert tessel.stats()["graphs_compiled"] == 0
+
+
+def test_fallback_false_raises_naming_the_op_and_writes_a_repro(tmp_path):
+    fn = torch.compile(zeta_plus_one, backend="mlir",
+                       options={"fallback": False, "dump_dir": str(tmp_path)})
+    with pytest.raises(Exception, match="aten.special_zeta") as raised:
+        fn(torch.rand(5) + 1)
+    assert "tessel-opt" in str(raised.value)
+    (replay,) = tmp_path.glob("*/repro/replay.sh")
+    (ir_file,) = tmp_path.glob("*/repro/*.input.mlir")
+    assert "torch.aten.special_zeta" in ir_file.read_text()
+    command = replay.read_text().splitlines()[-1]
+    result = subprocess.run(command, shell=True, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "special_zeta" in result.stderr
+
+
+def test_dump_dir_holds_every_stage_and_llvm_ir(tmp_path):
+    fn = torch.compile(lambda x, y: torch.relu(x @ y) + 1, backend="mlir",
+                       options={"dump_dir": str(tmp_path)})
+    fn(torch.randn(4, 3), torch.randn(3, 5))
+    assert_compiled()
+    (graph_dir,) = tmp_path.iterdir()
+    names = sorted(p.name for p in graph_dir.iterdir())
+    assert names == ["00_fx_graph.py", "01_torch.mlir", "02_linalg.mlir", "03_cpu-fuse.mlir",
+                     "04_cpu-bufferize.mlir", "05_cpu-lower-to-llvm.mlir", "06_host_program.py"]
+    llvm_ir = (graph_dir / "05_cpu-lower-to-llvm.mlir").read_text()
+    assert "llvm.func @main" in llvm_ir and "linalg." not in llvm_ir
+    assert "torch.aten.mm" in (graph_dir / "01_torch.mlir").read_text()
+    assert "def host(" in (graph_dir / "06_host_program.py").read_text()
+
+
+def test_tessel_opt_replays_the_cpu_pipeline_exactly(tmp_path):
+    fn = torch.compile(lambda x: torch.softmax(x, dim=-1) * 2, backend="mlir",
+                       options={"dump_dir": str(tmp_path)})
+    fn(torch.randn(4, 8))
+    (graph_dir,) = tmp_path.iterdir()
+    replay = subprocess.run(
+        [sys.executable, "-m", "tessel.passes.opt", str(graph_dir / "02_linalg.mlir"), "-p", "cpu"],
+        capture_output=True, text=True, check=True)
+    assert replay.stdout.strip() == (graph_dir / "05_cpu-lower-to-llvm.mlir").read_text().strip()
+
+
+def test_custom_pipeline_option():
+    pipeline = "builtin.module(cpu-fuse,cpu-bufferize,cpu-lower-to-llvm)"
+    fn = torch.compile(lambda x: x.exp() - 1, backend="mlir", options={"pipeline": pipeline})
+    x = torch.randn(6)
+    torch.testing.assert_close(fn(x), x.exp() - 1)
+    assert_compiled()
+
+
+def test_broken_custom_pipeline_falls_back_with_a_repro():
+    fn = torch.compile(lambda x: x.exp() - 1, backend="mlir", options={"pipeline": "cpu-fuse"})
+    x = torch.randn(6)
+    with pytest.warns(UserWarning, match="tessel"):
+        torch.testing.assert_close(fn(x), x.exp() - 1)
+    assert tessel.stats()["graphs_fallback"] == 1
+
+
+def test_compile_seconds_by_stage_and_reset():
+    torch.compile(lambda x: x + 1, backend="mlir")(torch.randn(3))
+    seconds = tessel.stats()["compile_seconds"]
+    assert {"import", "linalg", "cpu-fuse", "llvm-jit"} <= set(seconds)
+    tessel.reset_stats()
+    assert tessel.stats()["graphs_compiled"] == 0 and tessel.stats()["compile_seconds"] == {}

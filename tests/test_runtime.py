@@ -1,0 +1,120 @@
+"""The CPU runtime: dtypes, layouts, 0-d tensors, several outputs, symbolic sizes."""
+
+import pytest
+import torch
+
+import tessel
+from conftest import assert_compiled
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+          torch.bool]
+
+
+def make(shape, dtype):
+    if dtype == torch.bool:
+        return torch.rand(shape) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(shape).to(dtype)
+    return torch.randint(-100, 100, shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_dtypes(dtype):
+    def fn(a, b):
+        if dtype == torch.bool:
+            return a & ~b, a | b
+        return a * b + a, torch.maximum(a, b)
+
+    a, b = make((5, 7), dtype), make((5, 7), dtype)
+    compiled = torch.compile(fn, backend="mlir")
+    for actual, expected in zip(compiled(a, b), fn(a, b)):
+        assert actual.dtype == expected.dtype
+        torch.testing.assert_close(actual, expected)
+    assert_compiled()
+
+
+def test_reduction_and_cast_between_dtypes():
+    def fn(x, mask):
+        return (x.to(torch.float16) * 2).float().sum(dim=1), mask.int().sum()
+
+    x, mask = torch.randn(4, 6), torch.rand(4, 6) > 0.3
+    compiled = torch.compile(fn, backend="mlir")
+    for actual, expected in zip(compiled(x, mask), fn(x, mask)):
+        torch.testing.assert_close(actual, expected, rtol=1e-3, atol=1e-3)
+    assert_compiled()
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced", "expanded"])
+def test_non_contiguous_inputs(layout):
+    base = torch.randn(8, 6)
+    x = {"transposed": base.t(), "sliced": base[::2, 1:], "expanded": base[:1].expand(8, 6)}[layout]
+
+    def fn(x):
+        return torch.tanh(x) + 1
+
+    compiled = torch.compile(fn, backend="mlir")
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert_compiled()
+
+
+def test_zero_dim_tensors_and_scalar_outputs():
+    def fn(x, scale):
+        return (x * scale).sum(), scale + 1
+
+    x, scale = torch.randn(3, 3), torch.tensor(2.5)
+    compiled = torch.compile(fn, backend="mlir")
+    for actual, expected in zip(compiled(x, scale), fn(x, scale)):
+        assert actual.shape == expected.shape == ()
+        torch.testing.assert_close(actual, expected)
+    assert_compiled()
+
+
+def test_multiple_outputs_including_input_and_duplicates():
+    def fn(x, y):
+        z = x + y
+        return z, z, x, z.t(), y.shape[0] * 2
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    compiled = torch.compile(fn, backend="mlir")
+    actual, expected = compiled(x, y), fn(x, y)
+    assert len(actual) == len(expected)
+    for a, e in zip(actual[:4], expected[:4]):
+        torch.testing.assert_close(a, e)
+    assert actual[4] == expected[4]
+    assert actual[3].stride() == expected[3].stride()
+    assert_compiled()
+
+
+def test_dynamic_batch_compiles_once():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    compiled = torch.compile(model, backend="mlir", dynamic=True)
+    with torch.no_grad():
+        for batch in (2, 3, 4, 9, 17):  # Dynamo specializes sizes 0 and 1
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(compiled(x), model(x))
+    counters = assert_compiled()
+    assert counters["graphs_compiled"] == 1
+
+
+def test_symbolic_size_in_output_shape():
+    def fn(x):
+        return torch.cat([x, x * 2], dim=0).reshape(-1), x.shape[0] + 1
+
+    compiled = torch.compile(fn, backend="mlir", dynamic=True)
+    for rows in (2, 5):
+        x = torch.randn(rows, 3)
+        actual, expected = compiled(x), fn(x)
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1] == expected[1]
+    assert tessel.stats()["graphs_compiled"] == 1
+    assert_compiled()
+
+
+def test_zero_size_input():
+    def fn(x):
+        return torch.relu(x) * 3
+
+    x = torch.randn(0, 4)
+    compiled = torch.compile(fn, backend="mlir")
+    assert compiled(x).shape == (0, 4)
+    assert_compiled()
