@@ -45,28 +45,32 @@ def list_passes() -> str:
     return "\n".join(lines)
 
 
-def _chunks(text: str, split: bool) -> list[tuple[int, str]]:
-    """(first line number - 1, text) per chunk, so diagnostics keep file line numbers."""
+def _chunks(text: str, split: bool) -> list[str]:
+    """The chunks to process, each padded with the newlines before it in the file, so
+    that every location (parse errors, op locations in pass errors) keeps file lines."""
     if not split:
-        return [(0, text)]
-    chunks, offset, current = [], 0, []
+        return [text]
+    chunks, line_number, current = [], 0, []
     for line in text.splitlines(keepends=True):
         if line.strip() == SPLIT_MARKER:
-            chunks.append((offset, "".join(current)))
-            offset += len(current) + 1
+            chunks.append("\n" * (line_number - len(current)) + "".join(current))
             current = []
         else:
             current.append(line)
-    chunks.append((offset, "".join(current)))
+        line_number += 1
+    chunks.append("\n" * (line_number - len(current)) + "".join(current))
     return chunks
 
 
-def _parse_error(error: ir.MLIRError, filename: str, line_offset: int) -> str:
+def _with_filename(message: str, filename: str) -> str:
+    return message.replace('loc("-":', f'loc("{filename}":')
+
+
+def _parse_error(error: ir.MLIRError, filename: str) -> str:
     messages = []
     for diagnostic in error.error_diagnostics:
         match = _LOCATION.search(str(diagnostic.location))
-        where = (f"{filename}:{int(match['line']) + line_offset}:{match['col']}"
-                 if match else filename)
+        where = f"{filename}:{match['line']}:{match['col']}" if match else filename
         messages.append(f"{where}: error: {diagnostic.message}")
     return "\n".join(messages) or f"{filename}: error: {error}"
 
@@ -75,17 +79,17 @@ def process(text: str, filename: str, pipeline: str | None, split: bool,
             print_ir_after_all: bool) -> tuple[str, list[str]]:
     """Run the pipeline on every chunk; returns (output text, error messages)."""
     outputs, errors = [], []
-    for line_offset, chunk in _chunks(text, split):
+    for chunk in _chunks(text, split):
         try:
             module = ir.parse_module(chunk)
         except ir.MLIRError as error:
-            errors.append(_parse_error(error, filename, line_offset))
+            errors.append(_parse_error(error, filename))
             continue
         if pipeline:
             try:
                 run_pipeline(module, pipeline, print_ir_after_all)
             except PipelineError as error:
-                errors.append(f"{filename}: error: {error}")
+                errors.append(_with_filename(f"{filename}: error: {error}", filename))
                 continue
         outputs.append(str(module))
     return f"\n{SPLIT_MARKER}\n".join(outputs), errors
