@@ -2,7 +2,7 @@
 
 Usage:
     python -m benchmarks.run [--device cpu] [--workloads pointwise,softmax]
-                             [--repeats 20] [--output benchmarks/results/cpu.md]
+                             [--repeats 20] [--threads N] [--output benchmarks/results/cpu.md]
 
 Each workload runs in this one process under every backend in turn: eager (the
 plain function), inductor (`torch.compile(fn)`) and mlir
@@ -314,6 +314,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
                         help=f"comma-separated subset of: {', '.join(WORKLOADS)}")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per backend")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="torch.set_num_threads value (default: the machine's core count)")
     parser.add_argument("--output", type=Path, default=None,
                         help="markdown file (default: benchmarks/results/<device>.md); "
                              "JSON goes next to it")
@@ -322,8 +324,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = sorted(set(args.workloads) - set(WORKLOADS))
     if unknown:
         parser.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
+    if args.repeats < 1 or args.threads < 1:
+        parser.error("--repeats and --threads must be at least 1")
     if args.output is None:
         args.output = Path("benchmarks/results") / f"{args.device.split(':')[0]}.md"
     return args
@@ -331,9 +333,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    threads = os.cpu_count() or 1
-    torch.set_num_threads(threads)
-    env = environment(args.device, threads, args.repeats)
+    torch.set_num_threads(args.threads)
+    env = environment(args.device, args.threads, args.repeats)
     load_at_start = os.getloadavg()[0]
 
     results = []
