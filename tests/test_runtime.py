@@ -118,3 +118,19 @@ def test_zero_size_input():
     compiled = torch.compile(fn, backend="mlir")
     assert compiled(x).shape == (0, 4)
     assert_compiled()
+
+
+def test_concurrent_calls_from_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def fn(x):
+        return torch.sin(x) * 2 + x
+
+    compiled = torch.compile(fn, backend="mlir")
+    inputs = [torch.randn(64, 64) for _ in range(16)]
+    compiled(inputs[0])
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(compiled, inputs))
+    for x, result in zip(inputs, results):
+        torch.testing.assert_close(result, fn(x))
+    assert_compiled()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -75,8 +76,10 @@ def generate(signature: GraphSignature, abi: EntryPointAbi, graph_name: str) -> 
         arguments.append(f"memref:{offset}")
         offset += 3 + 2 * len(result.shape)
     if slot_values:
-        body.append(f"_slots[0:{offset}] = ({', '.join(slot_values)},)")
-        body.append("_entry_point(_argv)")
+        # One set of slots per host program: the lock keeps concurrent callers apart.
+        body.append("with _slots_lock:")
+        body.append(f"    _slots[0:{offset}] = ({', '.join(slot_values)},)")
+        body.append("    _entry_point(_argv)")
     for index, result in enumerate(signature.results):
         if result.stride is not None:
             # Eager returns this output strided; callers may rely on its layout.
@@ -107,6 +110,7 @@ def build(program: HostProgram, entry_point) -> callable:
     namespace = {
         "torch": torch, "_empty": torch.empty, "_empty_strided": torch.empty_strided,
         "_float_bits": _float_bits, "_slots": slots, "_argv": argv,
+        "_slots_lock": threading.Lock(),
         "_entry_point": entry_point,
         # Keep the ctypes arrays alive as long as the host program.
         "_descriptor_pointers": descriptor_pointers,
