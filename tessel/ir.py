@@ -22,6 +22,12 @@ def context() -> Context:
     if _context is None:
         _context = Context()
         torch_dialect.register_dialect(_context)
+        with _context:
+            # TMTensor (torch-mlir's scatter/sort/... dialect) has no Python registration
+            # hook; a pass manager loads the dialects its passes depend on, so running
+            # one of its passes once makes tm_tensor ops parseable in this context.
+            PassManager.parse("builtin.module(func.func(convert-torch-to-tmtensor))").run(
+                Module.parse("").operation)
     return _context
 
 

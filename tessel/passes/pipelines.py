@@ -15,8 +15,12 @@ register_pipeline(
     "builtin.module(check-contract{target=cpu},"
     "func.func(linalg-generalize-named-ops),"
     "func.func(linalg-fuse-elementwise-ops),"
-    "canonicalize,distinct-results)",
-    "check the CPU contract, fuse elementwise producers into consumers, one buffer per result",
+    # Unit dims (keepdim reductions) would make output maps non-projections: tiling
+    # cannot slice those, so they go first.
+    "func.func(linalg-fold-unit-extent-dims),canonicalize,"
+    "fuse-tiles,canonicalize,cse,"
+    "approximate-math,reassociate-reductions,distinct-results)",
+    "check the CPU contract, fuse elementwise chains, fuse reductions into row loops",
 )
 
 register_pipeline(
@@ -24,9 +28,15 @@ register_pipeline(
     "builtin.module("
     "func.func(refback-generalize-tensor-pad),"
     "func.func(refback-generalize-tensor-concat),"
+    # Write tiles straight into their destination instead of a temporary + copy.
+    "eliminate-empty-tensors,"
     "func.func(tm-tensor-bufferize),"
-    "one-shot-bufferize{copy-before-write bufferize-function-boundaries "
+    "restrict-fresh-buffers,"
+    "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
+    # Tile loops run in order; their temporaries are then allocated once, not per tile.
+    "func.func(scf-forall-to-for),"
+    "func.func(buffer-loop-hoisting),"
     # Results become caller-allocated out-params: the host program hands torch-owned
     # output buffers to the kernel instead of copying results out of malloc'd memory.
     "buffer-results-to-out-params{modify-public-functions hoist-static-allocs hoist-dynamic-allocs},"

@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 
 from tessel import ir
 
-_BUILTIN_PASS_MODULES = ("tessel.passes.check_contract", "tessel.passes.distinct_results")
+_BUILTIN_PASS_MODULES = (
+    "tessel.passes.approximate_math",
+    "tessel.passes.check_contract",
+    "tessel.passes.distinct_results",
+    "tessel.passes.fuse_tiles",
+    "tessel.passes.reassociate_reductions",
+    "tessel.passes.restrict_fresh_buffers",
+)
 
 _passes: dict[str, type[ModulePass]] = {}
 _pipelines: dict[str, tuple[str, str]] = {}  # name -> (pipeline text, one-line description)

@@ -33,20 +33,16 @@ def entry_point_abi(module: ir.Module) -> host_program.EntryPointAbi:
     return host_program.EntryPointAbi(kinds, results)
 
 
-def count_loop_nests(module: ir.Module) -> int:
-    """linalg ops left after fusion: each becomes one loop nest, i.e. one kernel."""
+def count_kernels(module: ir.Module) -> int:
+    """Top-level loop nests of the functions: a fused scf.forall or a lone linalg op."""
     count = 0
-
-    def visit(op):
-        nonlocal count
-        name = op.operation.name
-        if name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index"):
-            count += 1
-        elif name.startswith("tm_tensor.") and name != "tm_tensor.yield":
-            count += 1
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    for func in module.body.operations:
+        if func.operation.name != "func.func" or not func.regions[0].blocks:
+            continue
+        for op in func.regions[0].blocks[0].operations:
+            name = op.operation.name
+            if name == "scf.forall" or (name.split(".")[0] in ("linalg", "tm_tensor")):
+                count += 1
     return count
 
 
@@ -70,13 +66,13 @@ class CpuTarget(Target):
     def _run_pipelines(self, module: ir.Module, pipeline: str | None, stages: Stages) -> int:
         """Run the named pipeline one named stage at a time (one dump per stage)."""
         if pipeline is not None:
-            kernels = count_loop_nests(module)
+            kernels = count_kernels(module)
             stages.run_pipeline(module, "pipeline", pipeline)
             return kernels
         kernels = 0
         for element in top_level_elements(lookup_pipeline(self.default_pipeline)):
             name = element.split("{")[0]
             if name == "cpu-bufferize":
-                kernels = count_loop_nests(module)
+                kernels = count_kernels(module)
             stages.run_pipeline(module, name, element)
         return kernels

@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tessel import ir
+from tessel.passes.registry import ModulePass, register
+from tessel.passes.transform_script import TransformError, apply_transform_script
+
+OP_ID = "tessel.op_id"
+log = logging.getLogger("tessel")
+
+
+@dataclass
+class _Node:
+    op: ir.Operation
+    op_id: int
+    maps: list           # indexing maps: one per operand (inputs, then outputs)
+    parallel: list[bool]  # per loop dim
+
+
+@dataclass
+class FusionGroup:
+    root: _Node
+    tiled_dim: int | None                 # root loop dim tiled by 1, None: not tiled
+    producers: list[_Node]                # fused into the root's loop, consumer first
+
+
+def _node(op: ir.Operation, op_id: int) -> _Node:
+    maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+    parallel = ["parallel" in str(a) for a in op.attributes["iterator_types"]]
+    return _Node(op, op_id, maps, parallel)
+
+
+def _operation(owner) -> ir.Operation | None:
+    """The Operation behind a value owner or use owner (OpView or Operation; None: a block)."""
+    if isinstance(owner, ir.OpView):
+        return owner.operation
+    return owner if isinstance(owner, ir.Operation) else None
+
+
+def _dim_positions(affine_map) -> list[int | None]:
+    return [e.position if isinstance(e, ir.AffineDimExpr) else None for e in affine_map.results]
+
+
+def _tiled_producer_dim(consumer: _Node, consumer_dim: int, operand_index: int,
+                        producer: _Node) -> int | None:
+    """The producer loop dim that follows the consumer's tiled dim, or None if the slice
+    the consumer reads does not shrink with the tile (fusing would recompute it)."""
+    operand_dims = _dim_positions(consumer.maps[operand_index])
+    if consumer_dim not in operand_dims:
+        return None
+    tensor_dim = operand_dims.index(consumer_dim)
+    producer_dims = _dim_positions(producer.maps[-1])
+    producer_dim = producer_dims[tensor_dim] if tensor_dim < len(producer_dims) else None
+    if producer_dim is None or not producer.parallel[producer_dim]:
+        return None
+    return producer_dim
+
+
+@register
+@dataclass(frozen=True)
+class FuseTilesPass(ModulePass):
+    """fuse-tiles: fuse producer chains (reductions included) into row-tiled loops.
+
+    Heuristic: walk linalg.generic ops from last to first; an op not yet in a group
+    roots a new group, tiled by 1 along its first parallel loop dim (ops of rank < 2
+    stay untiled, alone). A producer joins a group when (1) every linalg user of it is
+    already in the group, so nothing outside needs it (never recompute an expensive
+    producer for another consumer), or it only writes a constant (a fill: cheap to
+    clone per tile); (2) the slice its consumer reads shrinks with the tile, i.e. the
+    tiled dim indexes it, so no tile recomputes another tile's work; (3) it is in the
+    same block (fusion only moves a producer next to its consumer: no cycle can form);
+    (4) it does not initialize the root's result (that init becomes the loop's output).
+    Each group becomes one loop nest, i.e. one kernel: softmax and layer_norm become one.
+    """
+
+    name: ClassVar[str] = "fuse-tiles"
+
+    def run(self, module: ir.Operation) -> None:
+        groups = []
+        for op in module.regions[0].blocks[0].operations:
+            if op.operation.name == "func.func" and op.regions[0].blocks:
+                groups += self.plan(op.regions[0].blocks[0])
+        for group in groups:
+            script = _script(group)
+            if not script:
+                continue
+            try:
+                apply_transform_script(module, script)
+            except TransformError as error:
+                # Every transform step preserves semantics: a group that cannot fuse
+                # further keeps its remaining producers as separate loop nests.
+                log.debug("fuse-tiles: group rooted at op %d stopped early: %s",
+                          group.root.op_id, error)
+        self._clear_ids(module)
+
+    @staticmethod
+    def plan(block: ir.Block) -> list[FusionGroup]:
+        """Assign every linalg.generic of the block to a fusion group."""
+        nodes: dict[ir.Operation, _Node] = {}
+        with block.owner.context:
+            for op in block.operations:
+                if op.operation.name == "linalg.generic":
+                    node = _node(op.operation, len(nodes))
+                    op.operation.attributes[OP_ID] = ir.IntegerAttr.get(
+                        ir.IntegerType.get_signless(64), node.op_id)
+                    nodes[op.operation] = node
+        users = {op: {_operation(use.owner) for result in op.results for use in result.uses}
+                 for op in nodes}
+        assigned: dict[ir.Operation, FusionGroup] = {}
+        groups = []
+        for op in reversed(list(nodes)):
+            if op in assigned:
+                continue
+            root = nodes[op]
+            parallel_dims = [d for d, p in enumerate(root.parallel) if p]
+            tiled = parallel_dims[0] if len(root.parallel) >= 2 and parallel_dims else None
+            group = FusionGroup(root, tiled, [])
+            assigned[op] = group
+            groups.append(group)
+            if tiled is not None:
+                _grow(group, nodes, users, assigned)
+        return groups
+
+    @staticmethod
+    def _clear_ids(module: ir.Operation) -> None:
+        def visit(op):
+            if OP_ID in op.attributes:
+                del op.attributes[OP_ID]
+            return ir.WalkResult.ADVANCE
+        module.walk(visit)
+
+
+def _grow(group: FusionGroup, nodes, users, assigned) -> None:
+    """Add producers to `group` until none qualifies (a fixed point: a producer may
+    qualify only once all its users have joined)."""
+    tiled_dims = {group.root.op: group.tiled_dim}
+    changed = True
+    while changed:
+        changed = False
+        for consumer_op, consumer_dim in list(tiled_dims.items()):
+            consumer = nodes[consumer_op]
+            operands = list(consumer_op.operands)
+            if consumer is group.root:
+                # The root's inits become the loop's shared outputs: they stay outside.
+                operands = operands[:len(operands) - len(consumer_op.results)]
+            for index, operand in enumerate(operands):
+                producer_op = _operation(operand.owner)
+                if producer_op not in nodes or producer_op in assigned or producer_op in tiled_dims:
+                    continue
+                producer = nodes[producer_op]
+                is_fill = len(producer_op.operands) == 1 and len(producer.maps) == 1
+                if not (is_fill or users[producer_op] <= set(tiled_dims)):
+                    continue
+                producer_dim = _tiled_producer_dim(consumer, consumer_dim, index, producer)
+                if producer_dim is None:
+                    continue
+                tiled_dims[producer_op] = producer_dim
+                group.producers.append(producer)
+                if not is_fill:
+                    assigned[producer_op] = group
+                changed = True
+
+
+def _match(name: str, op_id: int) -> str:
+    return (f"%{name} = transform.structured.match attributes {{{OP_ID} = {op_id} : i64}} "
+            f"in %module : (!transform.any_op) -> !transform.any_op")
+
+
+def _script(group: FusionGroup) -> list[str]:
+    """Transform-dialect lines that tile the group's root and fuse its producers."""
+    if group.tiled_dim is None or not group.producers:
+        return []
+    root = group.root
+    sizes = ", ".join("1" if d == group.tiled_dim else "0" for d in range(len(root.parallel)))
+    g = f"g{root.op_id}"
+    lines = [
+        _match(f"{g}_root", root.op_id),
+        f"%{g}_tiled, %{g}_loop0 = transform.structured.tile_using_forall %{g}_root "
+        f"tile_sizes [{sizes}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)",
+    ]
+    for step, producer in enumerate(group.producers):
+        lines += [
+            _match(f"{g}_p{step}", producer.op_id),
+            f"%{g}_f{step}, %{g}_loop{step + 1} = transform.structured.fuse_into_containing_op "
+            f"%{g}_p{step} into %{g}_loop{step} : (!transform.any_op, !transform.any_op) -> "
+            f"(!transform.any_op, !transform.any_op)",
+            "transform.apply_cse to %module : !transform.any_op",
+        ]
+    return lines

@@ -1,0 +1,41 @@
+"""Run transform-dialect lines (written as text) on a payload module."""
+
+from __future__ import annotations
+
+from torch_mlir.dialects.transform import interpreter
+
+from tessel import ir
+
+
+class TransformError(RuntimeError):
+    """The transform script failed; the message carries its diagnostics."""
+
+
+def apply_transform_script(payload: ir.Operation, lines: list[str]) -> None:
+    """Apply `lines` as the body of a named sequence whose argument `%module` is `payload`."""
+    body = "\n    ".join(lines)
+    text = (
+        "module attributes {transform.with_named_sequence} {\n"
+        "  transform.named_sequence @__transform_main(%module: !transform.any_op) {\n"
+        f"    {body}\n"
+        "    transform.yield\n"
+        "  }\n"
+        "}\n"
+    )
+    with payload.context:
+        script = ir.Module.parse(text)
+        sequence = script.body.operations[0]
+        # Transform failures are diagnostics; collect them so the caller gets an error.
+        diagnostics: list[str] = []
+
+        def collect(diagnostic):
+            diagnostics.append(f"{diagnostic.location}: {diagnostic.message}")
+            return True
+
+        handler = payload.context.attach_diagnostic_handler(collect)
+        try:
+            interpreter.apply_named_sequence(payload, sequence, script)
+        except Exception as error:  # the bindings raise a plain RuntimeError here
+            raise TransformError("; ".join(diagnostics) or str(error)) from None
+        finally:
+            handler.detach()
