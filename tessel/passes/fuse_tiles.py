@@ -151,7 +151,8 @@ def _grow(group: FusionGroup, nodes, users, assigned) -> None:
                 if producer_op not in nodes or producer_op in assigned or producer_op in tiled_dims:
                     continue
                 producer = nodes[producer_op]
-                is_fill = len(producer_op.operands) == 1 and len(producer.maps) == 1
+                inputs = list(producer_op.operands)[:-len(producer_op.results)]
+                is_fill = all(not isinstance(v.type, ir.ShapedType) for v in inputs)
                 if not (is_fill or users[producer_op] <= set(tiled_dims)):
                     continue
                 producer_dim = _tiled_producer_dim(consumer, consumer_dim, index, producer)

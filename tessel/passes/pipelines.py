@@ -13,7 +13,8 @@ register_pipeline(
 register_pipeline(
     "cpu-fuse",
     "builtin.module(check-contract{target=cpu},"
-    "func.func(linalg-generalize-named-ops),"
+    "fold-transposes-into-matmul,canonicalize,"
+    "generalize-named-ops,"
     "func.func(linalg-fuse-elementwise-ops),"
     # Unit dims (keepdim reductions) would make output maps non-projections: tiling
     # cannot slice those, so they go first.
@@ -37,6 +38,7 @@ register_pipeline(
     # Tile loops run in order; their temporaries are then allocated once, not per tile.
     "func.func(scf-forall-to-for),"
     "func.func(buffer-loop-hoisting),"
+    "library-calls,"
     # Results become caller-allocated out-params: the host program hands torch-owned
     # output buffers to the kernel instead of copying results out of malloc'd memory.
     "buffer-results-to-out-params{modify-public-functions hoist-static-allocs hoist-dynamic-allocs},"

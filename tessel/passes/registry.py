@@ -20,7 +20,10 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.approximate_math",
     "tessel.passes.check_contract",
     "tessel.passes.distinct_results",
+    "tessel.passes.fold_transposes_into_matmul",
     "tessel.passes.fuse_tiles",
+    "tessel.passes.generalize_named_ops",
+    "tessel.passes.library_calls",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.restrict_fresh_buffers",
 )

@@ -10,7 +10,7 @@ from tessel.passes.pipeline import top_level_elements
 from tessel.passes.registry import lookup_pipeline
 from tessel.stages import Stages
 from tessel.targets.base import Target
-from tessel.targets.cpu import host_program
+from tessel.targets.cpu import host_program, runtime_symbols
 
 ENTRY_POINT = "main"
 
@@ -31,6 +31,13 @@ def entry_point_abi(module: ir.Module) -> host_program.EntryPointAbi:
             raise ValueError(f"entry point argument of type {arg_type} is not supported")
     results = [t.rank for t in func.type.results]
     return host_program.EntryPointAbi(kinds, results)
+
+
+def external_calls(module: ir.Module) -> set[str]:
+    """Names of the functions the module declares but does not define."""
+    return {ir.StringAttr(op.operation.attributes["sym_name"]).value
+            for op in module.body.operations
+            if op.operation.name == "llvm.func" and not op.operation.regions[0].blocks}
 
 
 def count_kernels(module: ir.Module) -> int:
@@ -56,6 +63,7 @@ class CpuTarget(Target):
         kernels = self._run_pipelines(module, options.pipeline, stages)
         with stages.timed("llvm-jit"):
             engine = ir.ExecutionEngine(module, opt_level=options.opt_level)
+            runtime_symbols.register(engine, external_calls(module))
             entry_point = engine.lookup(ENTRY_POINT)
         program = host_program.generate(signature, abi, stages.dump.graph_name)
         stages.write("host_program.py", program.source)

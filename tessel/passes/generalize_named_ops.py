@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tessel import ir
+from tessel.passes.registry import ModulePass, register
+from tessel.passes.transform_script import apply_transform_script
+
+_MARK = "tessel.generalize"
+_NOT_NAMED = {"linalg.generic", "linalg.yield", "linalg.index"}
+
+
+@register
+@dataclass(frozen=True)
+class GeneralizeNamedOpsPass(ModulePass):
+    """generalize-named-ops: turn named linalg ops into linalg.generic, except `keep`.
+
+    Fusion works on linalg.generic; ops that a library call will implement (matmul by
+    default) stay named so that `library-calls` can find them after bufferization.
+    """
+
+    name: ClassVar[str] = "generalize-named-ops"
+    keep: str = "matmul,batch_matmul"       # generalize-named-ops{keep=matmul}
+
+    def run(self, module: ir.Operation) -> None:
+        keep = {f"linalg.{name}" for name in self.keep.split(",") if name}
+        marked = []
+
+        def visit(op):
+            name = op.operation.name
+            if name.startswith("linalg.") and name not in keep | _NOT_NAMED:
+                marked.append(op.operation)
+            return ir.WalkResult.ADVANCE
+
+        module.walk(visit)
+        if not marked:
+            return
+        with module.context:
+            for op in marked:
+                op.attributes[_MARK] = ir.UnitAttr.get()
+        apply_transform_script(module, [
+            f"%named = transform.structured.match attributes {{{_MARK}}} in %module "
+            ": (!transform.any_op) -> !transform.any_op",
+            "%generic = transform.structured.generalize %named "
+            ": (!transform.any_op) -> !transform.any_op",
+        ])
+
+        def unmark(op):
+            if _MARK in op.attributes:
+                del op.attributes[_MARK]
+            return ir.WalkResult.ADVANCE
+
+        module.walk(unmark)
+
