@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.contractions import is_contraction
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.transform_script import TransformError, apply_transform_script
 
@@ -102,7 +103,9 @@ class FuseTilesPass(ModulePass):
         nodes: dict[ir.Operation, _Node] = {}
         with block.owner.context:
             for op in block.operations:
-                if op.operation.name == "linalg.generic":
+                # Contractions become library calls: they join no group and are not
+                # tiled, so each keeps its whole matrix for one gemm.
+                if op.operation.name == "linalg.generic" and not is_contraction(op.operation):
                     node = _node(op.operation, len(nodes))
                     op.operation.attributes[OP_ID] = ir.IntegerAttr.get(
                         ir.IntegerType.get_signless(64), node.op_id)

@@ -15,7 +15,9 @@ register_pipeline(
     "builtin.module(check-contract{target=cpu},"
     "fold-transposes-into-matmul,canonicalize,"
     "generalize-named-ops,"
+    "outline-contractions,"
     "func.func(linalg-fuse-elementwise-ops),"
+    "inline,symbol-dce,"
     # Unit dims (keepdim reductions) would make output maps non-projections: tiling
     # cannot slice those, so they go first.
     "func.func(linalg-fold-unit-extent-dims),canonicalize,"

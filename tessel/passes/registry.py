@@ -24,6 +24,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
     "tessel.passes.library_calls",
+    "tessel.passes.outline_contractions",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.restrict_fresh_buffers",
 )

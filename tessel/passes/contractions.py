@@ -1,0 +1,41 @@
+"""Recognizing contractions (matmul-like linalg ops), shared by the passes that treat
+them differently from other loop nests."""
+
+from __future__ import annotations
+
+from tessel import ir
+
+NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
+
+
+def _argument_number(value: ir.Value, block: ir.Block) -> int | None:
+    for number, argument in enumerate(block.arguments):
+        if value == argument:
+            return number
+    return None
+
+
+def is_multiply_accumulate(op: ir.Operation) -> bool:
+    """The body is exactly `yield out + a * b` over the block's (a, b, out) arguments."""
+    if len(op.regions) != 1 or not op.regions[0].blocks:
+        return False
+    block = op.regions[0].blocks[0]
+    body = [o.operation for o in block.operations]
+    if [o.name for o in body] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+        return False
+    if len(block.arguments) != 3:
+        return False
+    multiply, add, _ = body
+    return ({_argument_number(v, block) for v in multiply.operands} == {0, 1}
+            and {_argument_number(v, block) for v in add.operands} == {2, None}
+            and multiply.results[0] in list(add.operands))
+
+
+def is_contraction(op: ir.Operation) -> bool:
+    """A matmul-like op: named matmul/batch_matmul, or a generic with a reduction whose
+    body multiply-accumulates two inputs (what BLAS gemm computes)."""
+    if op.name in NAMED_CONTRACTIONS:
+        return True
+    return (op.name == "linalg.generic"
+            and any("reduction" in str(t) for t in op.attributes["iterator_types"])
+            and is_multiply_accumulate(op))
