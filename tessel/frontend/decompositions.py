@@ -77,11 +77,31 @@ def flash_attention_for_cpu_backward(grad_out, query, key, value, out, attention
     return grad_query, grad_key, grad_value
 
 
+def var_mean_correction(x, dim=None, *, correction=None, keepdim=False):
+    """var_mean in the input's precision, two passes (mean, then squared deviations).
+
+    torch-mlir's own lowering upcasts to f64, which doubles memory traffic and halves
+    vector width on the CPU; eager computes in the input's precision too.
+    """
+    if not x.dtype.is_floating_point or x.dtype == torch.float64:
+        return NotImplemented
+    dims = list(range(x.dim())) if dim is None else dim
+    correction = 1 if correction is None else correction
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    mean = torch.mean(x, dims, keepdim=True)
+    centered = x - mean
+    var = torch.sum(centered * centered, dims, keepdim=keepdim) / max(count - correction, 0)
+    return var, mean if keepdim else mean.squeeze(dims)
+
+
 @functools.cache
 def decomposition_table() -> dict:
     table = dict(get_decomposition_table())
     table[torch.ops.prims.fma.default] = fma
     table[aten._transformer_encoder_layer_fwd.default] = transformer_encoder_layer_fwd
+    table[aten.var_mean.correction] = var_mean_correction
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)
     return table

@@ -113,7 +113,13 @@ def _pure_dims(affine_map) -> list[int] | None:
 
 
 def analyze(op: ir.Operation) -> Contraction | None:
-    """The contraction `op` computes, if a strided gemm can do it; else None."""
+    """The contraction `op` computes, if a strided gemm can do it; else None.
+
+    Dims in A and B only are reductions (exactly one, besides unit dims). Of the dims
+    in A and C only, one becomes gemm's m; of those in B and C only, one becomes n;
+    every other dim (in all three operands, or a second m/n candidate such as a
+    batch dim that a shared weight lacks) is looped over with one gemm per index.
+    """
     if len(op.operands) != 3 or len(op.results) != 0 or not is_multiply_accumulate(op):
         return None
     types = [v.type for v in op.operands]
@@ -128,18 +134,26 @@ def analyze(op: ir.Operation) -> Contraction | None:
     loop_count = ir.AffineMapAttr(op.attributes["indexing_maps"][0]).value.n_dims
     sizes = _loop_sizes(types, maps, loop_count)
     a, b, c = (set(m) for m in maps)
-    roles = {"m": (a & c) - b, "n": (b & c) - a, "k": (a & b) - c}
-    batch = sorted((a & b & c) | {d for d in range(loop_count) if sizes.get(d) == 1})
-    for role, dims in roles.items():
-        dims -= set(batch)
-        if len(dims) != 1:
-            return None
-        roles[role] = dims.pop()
-    if set(batch) | set(roles.values()) != set(range(loop_count)):
+    if a | b | c != set(range(loop_count)):
         return None
-    contraction = Contraction(elements.pop(), roles["m"], roles["n"], roles["k"], batch,
-                              [{d: i for i, d in enumerate(m)} for m in maps])
-    return contraction if _gemm_able(contraction, types) else None
+    unit = {d for d in range(loop_count) if sizes.get(d) == 1}
+    reductions = ((a & b) - c) - unit
+    if len(reductions) != 1:
+        return None
+    operand_dims = [{d: i for i, d in enumerate(m)} for m in maps]
+    c_strides, _ = types[2].get_strides_and_offset()
+
+    def innermost_in_c_first(dims):
+        return sorted(dims, key=lambda d: c_strides[operand_dims[2][d]])
+
+    (k,) = reductions
+    for m in innermost_in_c_first(((a & c) - b) - unit):
+        for n in innermost_in_c_first(((b & c) - a) - unit):
+            batch = [d for d in range(loop_count) if d not in (m, n, k)]
+            contraction = Contraction(next(iter(elements)), m, n, k, batch, operand_dims)
+            if _gemm_able(contraction, types):
+                return contraction
+    return None
 
 
 def _loop_sizes(types, maps, loop_count) -> dict[int, int]:

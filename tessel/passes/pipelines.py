@@ -13,7 +13,7 @@ register_pipeline(
 register_pipeline(
     "cpu-fuse",
     "builtin.module(check-contract{target=cpu},"
-    "fold-transposes-into-matmul,canonicalize,"
+    "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
     "generalize-named-ops,"
     "outline-contractions,"
     "func.func(linalg-fuse-elementwise-ops),"

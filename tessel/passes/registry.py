@@ -19,6 +19,7 @@ from tessel import ir
 _BUILTIN_PASS_MODULES = (
     "tessel.passes.approximate_math",
     "tessel.passes.check_contract",
+    "tessel.passes.convolutions_to_gemm",
     "tessel.passes.distinct_results",
     "tessel.passes.fold_transposes_into_matmul",
     "tessel.passes.fuse_tiles",

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tessel import ir
+from tessel.passes.registry import ModulePass, register
+from tessel.passes.transform_script import apply_transform_script
+
+_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_nhwc_hwcf")
+
+
+@register
+@dataclass(frozen=True)
+class ConvolutionsToGemmPass(ModulePass):
+    """convolutions-to-gemm: rewrite 2-D convolutions as im2col + a contraction.
+
+    The patch gather is one loop nest; the contraction then goes to BLAS gemm through
+    `library-calls` (batch = images, m = output channels, k = C*KH*KW, n = pixels),
+    as CPU libraries do. Grouped and depthwise convolutions stay as loops.
+    """
+
+    name: ClassVar[str] = "convolutions-to-gemm"
+
+    def run(self, module: ir.Operation) -> None:
+        found = False
+
+        def visit(op):
+            nonlocal found
+            found = found or op.operation.name in _CONVOLUTIONS
+            return ir.WalkResult.ADVANCE
+
+        module.walk(visit)
+        if not found:
+            return
+        names = ", ".join(f'"{name}"' for name in _CONVOLUTIONS)
+        apply_transform_script(module, [
+            f"%convolutions = transform.structured.match ops{{[{names}]}} in %module "
+            ": (!transform.any_op) -> !transform.any_op",
+            "%im2col, %gemm = transform.structured.convert_conv2d_to_img2col %convolutions "
+            ": (!transform.any_op) -> (!transform.any_op, !transform.any_op)",
+        ])
