@@ -8,6 +8,7 @@ from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
 from torch_mlir.ir import Context, MLIRError, Module
 from torch_mlir.passmanager import PassManager  # noqa: F401
 from torch_mlir.execution_engine import ExecutionEngine  # noqa: F401
+from torch_mlir.dialects import ext  # noqa: F401  (Python-defined dialects: ir.ext.Dialect)
 from torch_mlir.dialects import torch as torch_dialect
 
 _context: Context | None = None
@@ -28,6 +29,8 @@ def context() -> Context:
             # one of its passes once makes tm_tensor ops parseable in this context.
             PassManager.parse("builtin.module(func.func(convert-torch-to-tmtensor))").run(
                 Module.parse("").operation)
+        from tessel.dialects import kernel  # noqa: PLC0415 -- it builds on this module
+        kernel.load(_context)
     return _context
 
 

@@ -1,0 +1,1 @@
+"""tessel's Python-defined dialects; `tessel.ir.context()` loads them."""

@@ -22,13 +22,13 @@ register_pipeline(
     # cannot slice those, so they go first.
     "func.func(linalg-fold-unit-extent-dims),canonicalize,"
     "fuse-tiles,canonicalize,cse,"
-    "approximate-math,reassociate-reductions,distinct-results)",
+    "approximate-math,reassociate-reductions,distinct-results,form-kernels)",
     "check the CPU contract, fuse elementwise chains, fuse reductions into row loops",
 )
 
 register_pipeline(
     "cpu-bufferize",
-    "builtin.module("
+    "builtin.module(inline-kernels,"
     "func.func(refback-generalize-tensor-pad),"
     "func.func(refback-generalize-tensor-concat),"
     # Write tiles straight into their destination instead of a temporary + copy.

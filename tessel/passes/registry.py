@@ -22,6 +22,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.convolutions_to_gemm",
     "tessel.passes.distinct_results",
     "tessel.passes.fold_transposes_into_matmul",
+    "tessel.passes.form_kernels",
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
     "tessel.passes.library_calls",

@@ -41,15 +41,15 @@ def external_calls(module: ir.Module) -> set[str]:
 
 
 def count_kernels(module: ir.Module) -> int:
-    """Top-level loop nests of the functions: a fused scf.forall or a lone linalg op."""
+    """tkern.kernel and tkern.library_call ops: the kernels `form-kernels` made."""
     count = 0
-    for func in module.body.operations:
-        if func.operation.name != "func.func" or not func.regions[0].blocks:
-            continue
-        for op in func.regions[0].blocks[0].operations:
-            name = op.operation.name
-            if name == "scf.forall" or (name.split(".")[0] in ("linalg", "tm_tensor")):
-                count += 1
+
+    def visit(op):
+        nonlocal count
+        count += op.operation.name in ("tkern.kernel", "tkern.library_call")
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
     return count
 
 
@@ -72,15 +72,13 @@ class CpuTarget(Target):
         return host, kernels
 
     def _run_pipelines(self, module: ir.Module, pipeline: str | None, stages: Stages) -> int:
-        """Run the named pipeline one named stage at a time (one dump per stage)."""
-        if pipeline is not None:
-            kernels = count_kernels(module)
-            stages.run_pipeline(module, "pipeline", pipeline)
-            return kernels
+        """Run the pipeline one named stage at a time (one dump per stage); returns the
+        number of kernels, as formed in the stage that forms them."""
+        elements = [pipeline] if pipeline is not None else top_level_elements(
+            lookup_pipeline(self.default_pipeline))
         kernels = 0
-        for element in top_level_elements(lookup_pipeline(self.default_pipeline)):
-            name = element.split("{")[0]
-            if name == "cpu-bufferize":
-                kernels = count_kernels(module)
+        for element in elements:
+            name = "pipeline" if pipeline is not None else element.split("{")[0]
             stages.run_pipeline(module, name, element)
+            kernels = max(kernels, count_kernels(module))
         return kernels

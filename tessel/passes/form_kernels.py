@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tessel import ir
+from tessel.passes.contractions import is_contraction
+from tessel.passes.registry import ModulePass, register
+
+KERNEL_OPS = ("tkern.kernel", "tkern.library_call")
+
+
+def _is_kernel_root(op: ir.Operation) -> bool:
+    dialect = op.name.split(".")[0]
+    return op.name == "scf.forall" or dialect in ("linalg", "tm_tensor")
+
+
+@register
+@dataclass(frozen=True)
+class FormKernelsPass(ModulePass):
+    """form-kernels: wrap each loop nest of a function in a tkern.kernel region.
+
+    Every fused tile loop (scf.forall) and every remaining linalg/tm_tensor op
+    becomes one `tkern.kernel`; contractions become `tkern.library_call {callee =
+    "gemm"}`. What is a kernel, and how many there are, is then visible in the IR
+    and counted by the targets. Ops whose results differ in type stay unwrapped
+    (see tessel/dialects/kernel.py on IRDL's homogeneous variadics).
+    """
+
+    name: ClassVar[str] = "form-kernels"
+
+    def run(self, module: ir.Operation) -> None:
+        for function in module.regions[0].blocks[0].operations:
+            if function.operation.name != "func.func" or not function.regions[0].blocks:
+                continue
+            name = ir.StringAttr(function.operation.attributes["sym_name"]).value
+            roots = [op.operation for op in function.regions[0].blocks[0].operations
+                     if _is_kernel_root(op.operation)]
+            for number, op in enumerate(roots):
+                self._wrap(op, f"{name}_kernel_{number}")
+
+    @staticmethod
+    def _wrap(op: ir.Operation, kernel_name: str) -> None:
+        if len({str(r.type) for r in op.results}) > 1:
+            return
+        library = op.name.startswith("linalg.") and is_contraction(op)
+        with op.context, op.location:
+            attributes = ({"callee": ir.StringAttr.get("gemm")} if library
+                          else {"sym_name": ir.StringAttr.get(kernel_name)})
+            with ir.InsertionPoint(op):
+                kernel = ir.Operation.create(
+                    KERNEL_OPS[1] if library else KERNEL_OPS[0],
+                    results=[r.type for r in op.results], attributes=attributes, regions=1)
+            block = kernel.regions[0].blocks.append()
+            with ir.InsertionPoint(block):
+                yield_op = ir.Operation.create("tkern.yield", operands=list(op.results))
+            for old, new in zip(op.results, kernel.results):
+                old.replace_all_uses_with(new)
+            # The yield took the op's results too; point it back at them.
+            for index, result in enumerate(op.results):
+                yield_op.operands[index] = result
+            op.move_before(yield_op)
+
+
+@register
+@dataclass(frozen=True)
+class InlineKernelsPass(ModulePass):
+    """inline-kernels: put kernel bodies back in place (targets that compile the whole
+    function as one unit, like the CPU target, do this before bufferization)."""
+
+    name: ClassVar[str] = "inline-kernels"
+
+    def run(self, module: ir.Operation) -> None:
+        kernels = []
+
+        def visit(op):
+            if op.operation.name in KERNEL_OPS:
+                kernels.append(op.operation)
+            return ir.WalkResult.ADVANCE
+
+        module.walk(visit)
+        for kernel in kernels:
+            block = kernel.regions[0].blocks[0]
+            terminator = None
+            for op in list(block.operations):
+                if op.operation.name == "tkern.yield":
+                    terminator = op.operation
+                else:
+                    op.operation.move_before(kernel)
+            for old, new in zip(kernel.results, terminator.operands):
+                old.replace_all_uses_with(new)
+            terminator.erase()
+            kernel.erase()
