@@ -9,3 +9,5 @@ python3 -m venv .venv
 pip install -q --upgrade pip
 pip install -q torch==2.13.0
 pip install -q -e '.[test]'
+# The plugin example is part of the test suite (tests/test_extension.py, its lit test).
+pip install -q -e examples/custom_dialect

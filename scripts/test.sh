@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 sh scripts/setup.sh
 . .venv/bin/activate
 python -m pytest -q -p no:logging tests
-lit -q lit_tests
+lit -q lit_tests examples/custom_dialect

@@ -1,6 +1,8 @@
 """tessel: an MLIR compiler stack behind torch.compile(model, backend="mlir")."""
 
-from tessel.options import list_options
 from tessel.counters import reset_stats, stats
+from tessel.options import list_options
+from tessel.passes.registry import ModulePass, register as register_pass, register_pipeline
 
-__all__ = ["list_options", "reset_stats", "stats"]
+__all__ = ["ModulePass", "list_options", "register_pass", "register_pipeline", "reset_stats",
+           "stats"]
