@@ -1,0 +1,45 @@
+// RUN: %opt %s --split-input-file -p form-kernels | filecheck %s
+// RUN: %opt %s --split-input-file -p form-kernels,inline-kernels | filecheck %s --check-prefix=INLINE
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Each loop nest becomes one tkern.kernel, the contraction a gemm library call;
+// tensor.empty stays outside, and inline-kernels restores the original function.
+// CHECK-LABEL: func.func @relu_matmul
+// CHECK:         %[[EMPTY:.*]] = tensor.empty
+// CHECK:         %[[RELU:.*]] = "tkern.kernel"() ({
+// CHECK:           %[[G:.*]] = linalg.generic {{.*}}outs(%[[EMPTY]]
+// CHECK:           "tkern.yield"(%[[G]])
+// CHECK:         }) {sym_name = "relu_matmul_kernel_0"}
+// CHECK:         %[[MM:.*]] = "tkern.library_call"() ({
+// CHECK:           linalg.matmul ins(%[[RELU]]
+// CHECK:         }) {callee = "gemm"}
+// CHECK:         return %[[MM]]
+// INLINE-LABEL: func.func @relu_matmul
+// INLINE-NOT:     tkern
+// INLINE:         %[[R:.*]] = linalg.generic
+// INLINE:         %[[M:.*]] = linalg.matmul ins(%[[R]]
+// INLINE:         return %[[M]]
+func.func @relu_matmul(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>, %c: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%relu, %b : tensor<4x8xf32>, tensor<8x3xf32>) outs(%c : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// Views and constants are not kernels.
+// CHECK-LABEL: func.func @negative_reshape_only
+// CHECK-NOT:     tkern
+// CHECK:         tensor.collapse_shape
+func.func @negative_reshape_only(%a: tensor<4x8xf32>) -> tensor<32xf32> {
+  %r = tensor.collapse_shape %a [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+  return %r : tensor<32xf32>
+}
