@@ -78,3 +78,18 @@ register_pipeline(
     "builtin.module(cpu-fuse,cpu-bufferize,cpu-lower-to-llvm)",
     "the CPU target's whole path: linalg-on-tensors -> LLVM dialect",
 )
+
+register_pipeline(
+    "gpu",
+    "builtin.module(check-contract{target=gpu},"
+    "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
+    "pad-contractions,"
+    "generalize-named-ops,"
+    "outline-contractions,"
+    "func.func(linalg-fuse-elementwise-ops),"
+    "inline,symbol-dce,"
+    "func.func(linalg-fold-unit-extent-dims),canonicalize,"
+    "fuse-tiles,canonicalize,cse,"
+    "form-kernels,choose-gpu-blocks)",
+    "the GPU target's kernel formation: fused kernels with Triton block sizes",
+)

@@ -19,6 +19,7 @@ from tessel import ir
 _BUILTIN_PASS_MODULES = (
     "tessel.passes.approximate_math",
     "tessel.passes.check_contract",
+    "tessel.passes.choose_gpu_blocks",
     "tessel.passes.convolutions_to_gemm",
     "tessel.passes.distinct_results",
     "tessel.passes.fold_transposes_into_matmul",
@@ -27,6 +28,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.generalize_named_ops",
     "tessel.passes.library_calls",
     "tessel.passes.outline_contractions",
+    "tessel.passes.pad_contractions",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.restrict_fresh_buffers",
 )

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tessel import ir
+from tessel.passes.registry import ModulePass, register
+
+ATTRIBUTE = "tessel.gpu"
+
+
+def _next_power_of_two(value: int) -> int:
+    return 1 << max(0, (value - 1).bit_length())
+
+
+def _numel(shaped) -> int | None:
+    if not shaped.has_static_shape:
+        return None
+    total = 1
+    for size in shaped.shape:
+        total *= size
+    return total
+
+
+@register
+@dataclass(frozen=True)
+class ChooseGpuBlocksPass(ModulePass):
+    """choose-gpu-blocks: record Triton block sizes on every kernel (a `tessel.gpu` dict).
+
+    Rules, per kernel kind: a gemm library call gets a tensor-core tile (128x128x64 for
+    f16/bf16, 64x64x32 otherwise); a row-fused kernel (scf.forall over rows) whose row
+    fits `max-persistent-row` elements is "persistent" (one block holds the row, block =
+    next power of two) and otherwise "looped" over the row in `looped-block` chunks; any
+    other kernel is "pointwise" with `pointwise-block` elements per program. Warps grow
+    with the block: block / 256, between 1 and 16.
+    """
+
+    name: ClassVar[str] = "choose-gpu-blocks"
+    max_persistent_row: int = 8192
+    looped_block: int = 4096
+    pointwise_block: int = 1024
+
+    def run(self, module: ir.Operation) -> None:
+        kernels = []
+
+        def visit(op):
+            if op.operation.name in ("tkern.kernel", "tkern.library_call"):
+                kernels.append(op.operation)
+            return ir.WalkResult.ADVANCE
+
+        module.walk(visit)
+        with module.context:
+            for kernel in kernels:
+                kernel.attributes[ATTRIBUTE] = self.decide(kernel)
+
+    def decide(self, kernel: ir.Operation) -> ir.Attribute:
+        result_type = kernel.results[0].type if len(kernel.results) else None
+        if kernel.name == "tkern.library_call":
+            tensor_core = str(result_type.element_type) in ("f16", "bf16")
+            block = [128, 128, 64] if tensor_core else [64, 64, 32]
+            return _dictionary("gemm", block, 8 if tensor_core else 4)
+        body = [op.operation for op in kernel.regions[0].blocks[0].operations]
+        forall = next((op for op in body if op.name == "scf.forall"), None)
+        if forall is not None and result_type is not None:
+            rows = ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"])[0]
+            numel = _numel(result_type)
+            row = numel // rows if numel is not None and rows > 0 else None
+            if row is not None and row <= self.max_persistent_row:
+                block = _next_power_of_two(row)
+                return _dictionary("row_persistent", [block], _warps(block))
+            return _dictionary("row_looped", [self.looped_block], _warps(self.looped_block))
+        return _dictionary("pointwise", [self.pointwise_block], _warps(self.pointwise_block))
+
+
+def _warps(block: int) -> int:
+    return min(16, max(1, block // 256))
+
+
+def _dictionary(kind: str, block: list[int], num_warps: int) -> ir.Attribute:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.DictAttr.get({
+        "kind": ir.StringAttr.get(kind),
+        "block": ir.DenseI64ArrayAttr.get(block),
+        "num_warps": ir.IntegerAttr.get(i64, num_warps),
+    })
