@@ -45,7 +45,8 @@ register_pipeline(
     # output buffers to the kernel instead of copying results out of malloc'd memory.
     "buffer-results-to-out-params{modify-public-functions hoist-static-allocs hoist-dynamic-allocs},"
     "func.func(buffer-deallocation-pipeline),"
-    "convert-bufferization-to-memref)",
+    "convert-bufferization-to-memref,"
+    "plan-buffers)",
     "tensors -> memrefs, results -> out-params, deallocation of temporaries",
 )
 

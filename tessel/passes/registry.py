@@ -29,6 +29,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.library_calls",
     "tessel.passes.outline_contractions",
     "tessel.passes.pad_contractions",
+    "tessel.passes.plan_buffers",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.restrict_fresh_buffers",
 )
