@@ -6,9 +6,11 @@ Usage:
 
 Each workload runs in this one process under every backend in turn: eager (the
 plain function), inductor (`torch.compile(fn)`) and mlir
-(`torch.compile(fn, backend="mlir")`). Per backend the harness resets Dynamo,
-times the first call (compile included), warms up, then reports the median of
-`repeats` timed calls. Outputs are compared with eager's. A backend that raises
+(`torch.compile(fn, backend="mlir")`). Per workload the harness resets Dynamo,
+times each backend's first call (compile included), warms all up, then times
+`repeats` calls per backend in 5 alternating rounds and reports medians, so that
+drift in the machine's speed hits every backend alike. Outputs are compared with
+eager's. A backend that raises
 is recorded in the status column and the run goes on; an mlir run that fell
 back to eager (tessel.stats()) is flagged "fallback" rather than timed.
 
@@ -41,6 +43,7 @@ from torch.utils._pytree import tree_leaves
 import tessel
 
 BACKENDS = ("eager", "inductor", "mlir")
+ROUNDS = 5
 WARMUP_CALLS = 2
 PACKAGES = ("torch", "torch-mlir", "triton", "tessel")
 
@@ -146,22 +149,12 @@ def build(backend: str, fn: Callable) -> Callable:
     return torch.compile(fn, backend="mlir")
 
 
-def time_calls(fn: Callable, inputs: tuple, device: str, repeats: int) -> tuple[float, object, float]:
-    """(first-call seconds, first output, median ms of `repeats` calls after warm-up)."""
+def first_call(fn: Callable, inputs: tuple, device: str) -> tuple[float, object]:
+    """(seconds of the first call, compile included; its output)."""
     start = time.perf_counter()
     output = fn(*inputs)
     synchronize(device)
-    first_call_s = time.perf_counter() - start
-    for _ in range(WARMUP_CALLS):
-        fn(*inputs)
-    synchronize(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn(*inputs)
-        synchronize(device)
-        samples.append(time.perf_counter() - start)
-    return first_call_s, output, statistics.median(samples) * 1e3
+    return time.perf_counter() - start, output
 
 
 def max_abs_error(output, reference) -> float:
@@ -169,37 +162,50 @@ def max_abs_error(output, reference) -> float:
     return max((o.float() - r.float()).abs().max().item() for o, r in pairs)
 
 
-def run_backend(backend: str, fn: Callable, inputs: tuple, device: str, repeats: int,
-                reference) -> tuple[BackendResult, object]:
-    """Measure one backend; returns its result and output (None when it raised)."""
-    torch._dynamo.reset()
-    if backend == "mlir":
-        tessel.reset_stats()
-    result = BackendResult()
-    output = None
-    try:
-        with torch.no_grad():
-            result.first_call_s, output, result.ms = time_calls(
-                build(backend, fn), inputs, device, repeats)
-        if reference is not None:
-            result.max_err = max_abs_error(output, reference)
-    except Exception as exc:  # noqa: BLE001 - any backend failure is recorded, not fatal
-        result.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-    if backend == "mlir":
-        result.stats = tessel.stats()
-    return result, output
+def interleaved_medians(callables: dict[str, Callable], inputs: tuple, device: str,
+                        repeats: int) -> dict[str, float]:
+    """Median ms per backend, timed in alternating rounds so that drift in the
+    machine's speed (other load, CPU frequency) affects every backend alike."""
+    for fn in callables.values():
+        for _ in range(WARMUP_CALLS):
+            fn(*inputs)
+    synchronize(device)
+    samples: dict[str, list[float]] = {name: [] for name in callables}
+    per_round = max(1, repeats // ROUNDS)
+    for _ in range(ROUNDS):
+        for name, fn in callables.items():
+            for _ in range(per_round):
+                start = time.perf_counter()
+                fn(*inputs)
+                synchronize(device)
+                samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) * 1e3 for name, times in samples.items()}
 
 
 def run_workload(name: str, device: str, repeats: int) -> WorkloadResult:
+    """Compile every backend (first-call times), then time them side by side."""
     torch.manual_seed(0)
     fn, inputs = WORKLOADS[name](device)
     result = WorkloadResult(name)
+    callables: dict[str, Callable] = {}
     reference = None
-    for backend in BACKENDS:
-        result.backends[backend], output = run_backend(
-            backend, fn, inputs, device, repeats, reference)
-        if backend == "eager":
-            reference = output
+    torch._dynamo.reset()
+    tessel.reset_stats()
+    with torch.no_grad():
+        for backend in BACKENDS:
+            backend_result = result.backends[backend] = BackendResult()
+            try:
+                compiled = build(backend, fn)
+                backend_result.first_call_s, output = first_call(compiled, inputs, device)
+                if reference is None:
+                    reference = output
+                backend_result.max_err = max_abs_error(output, reference)
+                callables[backend] = compiled
+            except Exception as exc:  # noqa: BLE001 - a backend failure is recorded, not fatal
+                backend_result.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        for backend, ms in interleaved_medians(callables, inputs, device, repeats).items():
+            result.backends[backend].ms = ms
+    result.backends["mlir"].stats = tessel.stats()
     return result
 
 
@@ -313,7 +319,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
                         help=f"comma-separated subset of: {', '.join(WORKLOADS)}")
-    parser.add_argument("--repeats", type=int, default=20, help="timed calls per backend")
+    parser.add_argument("--repeats", type=int, default=50, help="timed calls per backend")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="torch.set_num_threads value (default: the machine's core count)")
     parser.add_argument("--output", type=Path, default=None,

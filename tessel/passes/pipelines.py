@@ -45,8 +45,9 @@ register_pipeline(
     # output buffers to the kernel instead of copying results out of malloc'd memory.
     "buffer-results-to-out-params{modify-public-functions hoist-static-allocs hoist-dynamic-allocs},"
     "func.func(buffer-deallocation-pipeline),"
-    "convert-bufferization-to-memref,"
-    "plan-buffers)",
+    # No plan-buffers here: views into one arena hide from LLVM that temporaries do
+    # not alias, and vectorization suffers (transformer layer: 2.1 ms with, 1.35 without).
+    "convert-bufferization-to-memref)",
     "tensors -> memrefs, results -> out-params, deallocation of temporaries",
 )
 
