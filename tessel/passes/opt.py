@@ -38,9 +38,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def list_passes() -> str:
     lines = ["tessel passes:"]
-    lines += [f"  {name:<24} {cls.description()}" for name, cls in registry.all_passes().items()]
+    lines += [f"  {name:<28} {cls.description()}" for name, cls in registry.all_passes().items()]
     lines.append("named pipelines:")
-    lines += [f"  {name:<24} {doc}" for name, (_, doc) in registry.all_pipelines().items()]
+    lines += [f"  {name:<28} {doc}" for name, (_, doc) in registry.all_pipelines().items()]
     lines.append("Upstream MLIR and torch-mlir passes are accepted by name as well.")
     return "\n".join(lines)
 

@@ -50,9 +50,12 @@ class ModulePass:
 
     @classmethod
     def description(cls) -> str:
-        """The docstring's first line, without its leading `name:`."""
-        first_line = (cls.__doc__ or "").strip().splitlines()[0]
-        return first_line.removeprefix(f"{cls.name}:").strip()
+        """The docstring's first sentence, without its leading `name:`."""
+        paragraph = (cls.__doc__ or "").strip().split("\n\n")[0]
+        text = " ".join(line.strip() for line in paragraph.splitlines())
+        sentence = text.removeprefix(f"{cls.name}:").strip()
+        end = sentence.find(". ")
+        return sentence[:end + 1] if end >= 0 else sentence
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> ModulePass:
