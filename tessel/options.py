@@ -37,6 +37,9 @@ class Options:
         None, "pass pipeline run on linalg-on-tensors IR instead of the target's named one "
         "(a registered name like 'cpu', or 'builtin.module(...)')", (str,))
     opt_level: int = _option(3, "LLVM optimization level of the JIT (0-3)", (int,), (0, 1, 2, 3))
+    compile_in_worker: bool = _option(
+        True, "run pass pipelines in a separate process, so that a crash or hang in native "
+        "compiler code becomes a fallback (False: in this process, for debugging)", (bool,))
     mode: str = _option("default", "torch.compile mode", (str,), MODES)
 
 

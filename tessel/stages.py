@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tessel import counters, ir
+from tessel.compile_worker import WorkerCrash, run_in_worker
 from tessel.dump import GraphDump
-from tessel.passes.pipeline import PipelineError, run_pipeline
+from tessel.passes.pipeline import PipelineError, canonical_text, run_pipeline, runs_anywhere
 
 
 class CompileFailure(Exception):
@@ -30,8 +31,11 @@ class CompileFailure(Exception):
 
 
 class Stages:
-    def __init__(self, dump: GraphDump):
+    def __init__(self, dump: GraphDump, in_worker: bool = True):
         self.dump = dump
+        # Pipelines run in the compile worker process, unless they use a pass that
+        # only this process knows (registered by a call at run time).
+        self.in_worker = in_worker
 
     @contextmanager
     def timed(self, stage: str):
@@ -41,17 +45,26 @@ class Stages:
     def write(self, stage_file: str, text: str) -> None:
         self.dump.write(stage_file, text)
 
-    def run_pipeline(self, module: ir.Module, stage: str, pipeline: str, op_finder=None) -> None:
-        """Run `pipeline` (text or a registered name) on `module`; dump it as `<stage>.mlir`."""
-        before = str(module)
+    def run_pipeline(self, module: ir.Module, stage: str, pipeline: str,
+                     op_finder=None) -> ir.Module:
+        """Run `pipeline` (text or a registered name) on `module`, dump the result as
+        `<stage>.mlir` and return it (a new module when the worker ran the pipeline)."""
+        before = module.operation.get_asm(enable_debug_info=True)
         try:
             with self.timed(stage):
-                run_pipeline(module, pipeline)
+                if self.in_worker and runs_anywhere(pipeline):
+                    module = ir.parse_module(run_in_worker(before, canonical_text(pipeline)))
+                else:
+                    run_pipeline(module, pipeline)
         except PipelineError as error:
             repro = self.write_repro(stage, before, pipeline)
             op = op_finder(str(error)) if op_finder else None
             raise CompileFailure(stage, f"{error}\n{self.repro_hint(repro)}", op, repro) from None
+        except WorkerCrash as crash:
+            repro = self.write_repro(stage, before, pipeline)
+            raise CompileFailure(stage, f"{crash}\n{self.repro_hint(repro)}", None, repro) from None
         self.write(f"{stage}.mlir", str(module))
+        return module
 
     def write_repro(self, stage: str, ir_text: str, pipeline: str) -> Path:
         """Write the failing stage's input IR and replay command; returns the folder."""

@@ -36,7 +36,7 @@ def test_modes_are_accepted(mode):
 
 @pytest.mark.parametrize("mode, options, message", [
     ("fastest", None, "unknown mode 'fastest'; valid modes are: default, reduce-overhead"),
-    (None, {"dumpdir": "/tmp"}, "unknown option 'dumpdir'; valid options are: dump_dir, fallback"),
+    (None, {"dumpdir": "/tmp"}, "unknown option 'dumpdir'; valid options are: compile_in_worker, dump_dir"),
     (None, {"fallback": "no"}, "option 'fallback' expects bool, got str"),
     (None, {"opt_level": 7}, "option 'opt_level' got 7; valid values are: 0, 1, 2, 3"),
     (None, {"target": "tpu"}, "option 'target' got 'tpu'; valid values are: 'auto', 'cpu'"),
@@ -50,7 +50,8 @@ def test_bad_mode_or_option_is_a_clear_error(mode, options, message):
 
 def test_list_options_describes_every_option():
     options = tessel.list_options()
-    assert set(options) == {"fallback", "dump_dir", "target", "pipeline", "opt_level"}
+    assert set(options) == {"fallback", "dump_dir", "target", "pipeline", "opt_level",
+                            "compile_in_worker"}
     for name, description in options.items():
         assert description["doc"], name
         assert "default" in description
@@ -146,3 +147,38 @@ def test_compile_seconds_by_stage_and_reset():
     assert {"import", "linalg", "cpu-fuse", "llvm-jit"} <= set(seconds)
     tessel.reset_stats()
     assert tessel.stats()["graphs_compiled"] == 0 and tessel.stats()["compile_seconds"] == {}
+
+
+# bufferizing a function that returns one value twice, with results hoisted to
+# out-params and no distinct-results pass first, crashes MLIR (SIGSEGV).
+CRASHING_PIPELINE = (
+    "builtin.module(one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{modify-public-functions hoist-static-allocs})")
+
+
+def returns_one_value_twice(x):
+    y = x + 1
+    return y, y.view(4, 4)
+
+
+def test_native_crash_in_compile_worker_becomes_a_fallback(tmp_path):
+    fn = torch.compile(returns_one_value_twice, backend="mlir",
+                       options={"pipeline": CRASHING_PIPELINE, "dump_dir": str(tmp_path)})
+    x = torch.randn(4, 4)
+    with pytest.warns(UserWarning, match=r"compile worker crashed \(SIGSEGV\)"):
+        result = fn(x)
+    for actual, expected in zip(result, returns_one_value_twice(x)):
+        torch.testing.assert_close(actual, expected)
+    assert "SIGSEGV" in tessel.stats()["fallback_reasons"][0]
+    assert list(tmp_path.glob("*/repro/pipeline.input.mlir"))
+    # The worker restarts for the next graph.
+    torch.compile(lambda t: t * 2, backend="mlir")(x)
+    assert tessel.stats()["graphs_compiled"] == 1
+
+
+def test_fallback_false_reports_the_crash():
+    fn = torch.compile(returns_one_value_twice, backend="mlir",
+                       options={"pipeline": CRASHING_PIPELINE, "fallback": False})
+    with pytest.raises(Exception, match="compile worker crashed"):
+        fn(torch.randn(4, 4))

@@ -8,8 +8,9 @@ import tempfile
 
 import torch
 
+import re
+
 import tessel
-from tessel_example_plugin import REPORTS
 
 
 def main():
@@ -20,10 +21,10 @@ def main():
         torch.testing.assert_close(fn(x), torch.tanh(x) * 2 + 1)
         assert tessel.stats()["graphs_compiled"] == 1, tessel.stats()
         (graph_dir,) = pathlib.Path(dump_dir).iterdir()
-        assert (graph_dir / "03_pipeline.mlir").exists()
-        (function, flops), = REPORTS
+        llvm_ir = (graph_dir / "03_pipeline.mlir").read_text()
+        flops = int(re.search(r"stats.flops = (\d+)", llvm_ir).group(1))
         assert flops > 0
-        print(f"compiled through cpu-with-flops ({function}: {flops} flops); matches eager")
+        print(f"compiled through cpu-with-flops ({flops} flops); matches eager")
 
 
 if __name__ == "__main__":

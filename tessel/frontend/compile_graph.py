@@ -44,14 +44,14 @@ def _compile(gm: torch.fx.GraphModule, example_inputs, options: Options, stages:
             message = f"{type(error).__name__}: {error}"
             raise CompileFailure("import", message, torch_op_named_in(message)) from error
     stages.write("torch.mlir", str(module))
-    stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
+    module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
     return target.compile(module, signature, options, stages)
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str):
     """The compiled callable for `gm`, or `gm` itself (eager) after a warning."""
     dump = GraphDump(options.dump_dir, kind)
-    stages = Stages(dump)
+    stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", gm.print_readable(print_output=False))
     try:
         host, kernels = _compile(gm, example_inputs, options, stages)

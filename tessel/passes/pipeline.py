@@ -65,6 +65,17 @@ def expand(text: str, _seen: tuple[str, ...] = ()) -> list[str]:
     return elements
 
 
+def canonical_text(text: str) -> str:
+    """The pipeline as one `builtin.module(...)` string, named pipelines expanded (so
+    that another process, which may not know a name registered here, can run it)."""
+    return "builtin.module(" + ",".join(expand(text)) + ")"
+
+
+def runs_anywhere(text: str) -> bool:
+    """Whether every tessel pass in the pipeline is known to a fresh tessel process."""
+    return all(registry.loadable_everywhere(_parse_element(e)[0]) for e in expand(text))
+
+
 def _parse_element(element: str) -> tuple[str, dict[str, str]]:
     name, _, rest = element.partition("{")
     options = {}

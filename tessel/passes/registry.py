@@ -37,6 +37,9 @@ _BUILTIN_PASS_MODULES = (
 _passes: dict[str, type[ModulePass]] = {}
 _pipelines: dict[str, tuple[str, str]] = {}  # name -> (pipeline text, one-line description)
 _loaded = False
+# Passes that any process gets by loading tessel (built-in modules and plugins), as
+# opposed to passes registered by a call at run time, which only this process knows.
+_loadable: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -125,9 +128,12 @@ def _load() -> None:
     _loaded = True
     for module in _BUILTIN_PASS_MODULES:
         importlib.import_module(module)
+    _loadable.update(cls.name for cls in _passes.values() if cls.__module__ in _BUILTIN_PASS_MODULES)
     importlib.import_module("tessel.passes.pipelines")
+    before = set(_passes)
     for plugin in entry_points(group="tessel.plugins"):
         plugin.load()()
+    _loadable.update(set(_passes) - before)
 
 
 def lookup_pass(name: str) -> type[ModulePass] | None:
@@ -139,6 +145,12 @@ def lookup_pipeline(name: str) -> str | None:
     _load()
     entry = _pipelines.get(name)
     return entry[0] if entry else None
+
+
+def loadable_everywhere(name: str) -> bool:
+    """Whether a fresh process that loads tessel knows the pass `name` too."""
+    _load()
+    return name in _loadable or name not in _passes
 
 
 def all_passes() -> dict[str, type[ModulePass]]:

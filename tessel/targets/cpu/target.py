@@ -60,7 +60,7 @@ class CpuTarget(Target):
     def compile(self, module: ir.Module, signature: GraphSignature, options,
                 stages: Stages) -> tuple[Callable, int]:
         abi = entry_point_abi(module)
-        kernels = self._run_pipelines(module, options.pipeline, stages)
+        module, kernels = self._run_pipelines(module, options.pipeline, stages)
         with stages.timed("llvm-jit"):
             engine = ir.ExecutionEngine(module, opt_level=options.opt_level)
             runtime_symbols.register(engine, external_calls(module))
@@ -71,14 +71,15 @@ class CpuTarget(Target):
         host.engine = engine  # the JIT'd code lives as long as the host program
         return host, kernels
 
-    def _run_pipelines(self, module: ir.Module, pipeline: str | None, stages: Stages) -> int:
+    def _run_pipelines(self, module: ir.Module, pipeline: str | None,
+                       stages: Stages) -> tuple[ir.Module, int]:
         """Run the pipeline one named stage at a time (one dump per stage); returns the
-        number of kernels, as formed in the stage that forms them."""
+        final module and the number of kernels, as formed in the stage that forms them."""
         elements = [pipeline] if pipeline is not None else top_level_elements(
             lookup_pipeline(self.default_pipeline))
         kernels = 0
         for element in elements:
             name = "pipeline" if pipeline is not None else element.split("{")[0]
-            stages.run_pipeline(module, name, element)
+            module = stages.run_pipeline(module, name, element)
             kernels = max(kernels, count_kernels(module))
-        return kernels
+        return module, kernels

@@ -1,0 +1,123 @@
+"""A separate process that runs pass pipelines, so that a crash or a hang in native
+code (torch-mlir's lowerings, MLIR passes) costs a fallback, not the user's program.
+
+The parent sends one JSON line per request, {"ir": text, "pipeline": text}; the worker
+answers {"ok": true, "ir": text} or {"ok": false, "error": message, "pass": name}.
+It imports no torch, so it starts in well under a second, and it lives as long as
+the parent uses it. Run as `python -m tessel.compile_worker`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+from tessel import ir
+from tessel.passes.pipeline import PipelineError, run_pipeline
+
+
+class WorkerCrash(RuntimeError):
+    """The worker died or timed out; the message says how, with its last stderr lines."""
+
+
+class CompileWorker:
+    """The parent's handle on one worker process (started on first use, restarted
+    after a crash). Requests are serialized: one pipeline at a time."""
+
+    def __init__(self):
+        self._process: subprocess.Popen | None = None
+        self._stderr = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        environment = dict(os.environ, PYTHONUNBUFFERED="1")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tessel.compile_worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self._stderr, env=environment)
+
+    def run(self, ir_text: str, pipeline: str, timeout_s: float) -> str:
+        """The IR after `pipeline`; raises PipelineError (a pass failed) or WorkerCrash."""
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._start()
+            request = json.dumps({"ir": ir_text, "pipeline": pipeline}) + "\n"
+            timed_out = False
+            try:
+                self._process.stdin.write(request.encode())
+                self._process.stdin.flush()
+                ready, _, _ = select.select([self._process.stdout], [], [], timeout_s)
+                timed_out = not ready
+                line = self._process.stdout.readline() if ready else b""
+            except BrokenPipeError:
+                line = b""
+            if not line:
+                raise self._crash(timed_out)
+        answer = json.loads(line)
+        if not answer["ok"]:
+            raise PipelineError(answer["error"], answer.get("pass"))
+        return answer["ir"]
+
+    def close(self) -> None:
+        """Stop the worker (it also exits by itself when this process closes its stdin)."""
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+            self._process.stdin.close()
+            self._process.stdout.close()
+            self._process = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def _crash(self, timed_out: bool) -> WorkerCrash:
+        process = self._process
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        self._stderr.seek(0)
+        stderr_tail = self._stderr.read().decode(errors="replace").strip().splitlines()[-5:]
+        self.close()
+        if timed_out:
+            how = "did not answer in time and was stopped"
+        elif process.returncode < 0:
+            how = f"crashed ({signal.Signals(-process.returncode).name})"
+        else:
+            how = f"exited with status {process.returncode}"
+        details = "; ".join(stderr_tail)
+        return WorkerCrash(f"compile worker {how}" + (f": {details}" if details else ""))
+
+
+_worker = CompileWorker()
+atexit.register(_worker.close)
+
+
+def run_in_worker(ir_text: str, pipeline: str, timeout_s: float = 600.0) -> str:
+    return _worker.run(ir_text, pipeline, timeout_s)
+
+
+def _serve() -> None:
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            module = ir.parse_module(request["ir"])
+            run_pipeline(module, request["pipeline"])
+            answer = {"ok": True, "ir": str(module)}
+        except PipelineError as error:
+            answer = {"ok": False, "error": str(error), "pass": error.pass_name}
+        except ir.MLIRError as error:
+            answer = {"ok": False, "error": str(error)}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _serve()
