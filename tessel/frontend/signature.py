@@ -67,6 +67,18 @@ def _printer_expr(value, bound: set[str], what: str) -> str:
     return PythonPrinter().doprint(expr)
 
 
+def _dense(shape, stride) -> bool:
+    """Whether a layout is some permutation of a contiguous one (no overlap, no gaps)."""
+    if not all(isinstance(v, int) for v in (*shape, *stride)):
+        return False
+    expected = 1
+    for size, step in sorted(zip(shape, stride), key=lambda pair: pair[1]):
+        if size != 1 and step != expected:
+            return False
+        expected *= size
+    return True
+
+
 def _check_input(node: torch.fx.Node, value) -> TensorInput | ScalarInput:
     if isinstance(value, torch.Tensor):
         if value.layout != torch.strided:
@@ -136,7 +148,10 @@ def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, Graph
             what = f"output {position} ({out.name})"
             shape = tuple(_printer_expr(s, bound, what) for s in value.shape)
             stride = None
-            if not value.is_contiguous() and value.numel() > 1:
+            # Restride dense permuted layouts like eager's; overlapping ones (stride 0
+            # from expand) cannot be allocated, and their values are the same anyway.
+            if (not value.is_contiguous() and value.numel() > 1
+                    and _dense(value.shape, value.stride())):
                 stride = tuple(_printer_expr(s, bound, what) for s in value.stride())
             returns.append(f"out{len(kernel_outputs)}")
             kernel_outputs.append(out)
