@@ -73,7 +73,8 @@ class FuseTilesPass(ModulePass):
     clone per tile); (2) the slice its consumer reads shrinks with the tile, i.e. the
     tiled dim indexes it, so no tile recomputes another tile's work; (3) it is in the
     same block (fusion only moves a producer next to its consumer: no cycle can form);
-    (4) it does not initialize the root's result (that init becomes the loop's output).
+    (4) it does not initialize the root's result (that init becomes the loop's output);
+    (5) it has one result (another result could be read whole by some consumer).
     Each group becomes one loop nest, i.e. one kernel: softmax and layer_norm become one.
     """
 
@@ -153,6 +154,8 @@ def _grow(group: FusionGroup, nodes, users, assigned) -> None:
                 producer_op = _operation(operand.owner)
                 if producer_op not in nodes or producer_op in assigned or producer_op in tiled_dims:
                     continue
+                if len(producer_op.results) != 1:
+                    continue  # its other results may be read untiled: fusing recomputes
                 producer = nodes[producer_op]
                 inputs = list(producer_op.operands)[:-len(producer_op.results)]
                 is_fill = all(not isinstance(v.type, ir.ShapedType) for v in inputs)
