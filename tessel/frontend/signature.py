@@ -19,6 +19,18 @@ SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
                     torch.int32, torch.int64, torch.bool)
 
 
+# Ops that torch-mlir lowers to code that computes something else than eager: they
+# must run eagerly. Found by the OpInfo sweep (tests/opinfo/sweep.py).
+UNSOUND_LOWERINGS = {
+    torch.ops.aten.logcumsumexp.default:
+        "torch-mlir lowers it as log(cumsum(exp(x))), which overflows to inf where eager does not",
+    torch.ops.aten._embedding_bag_forward_only.default:
+        "torch-mlir's lowering gives wrong sums (per_sample_weights)",
+    torch.ops.aten._embedding_bag.default:
+        "torch-mlir's lowering gives wrong sums (per_sample_weights)",
+}
+
+
 class UnsupportedGraph(Exception):
     """The graph cannot be compiled; `op` names the FX op or argument responsible."""
 
@@ -110,6 +122,9 @@ def _bind_symbols(inputs, values) -> list[tuple[str, str]]:
 
 def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, GraphSignature]:
     """The graph to import (op-made tensor outputs only) and the host-side signature."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in UNSOUND_LOWERINGS:
+            raise UnsupportedGraph(UNSOUND_LOWERINGS[node.target], str(node.target))
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     values = [n.meta.get("val") for n in placeholders]
     inputs = [_check_input(n, v) for n, v in zip(placeholders, values)]

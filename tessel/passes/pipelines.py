@@ -34,9 +34,7 @@ register_pipeline(
     # Write tiles straight into their destination instead of a temporary + copy.
     "eliminate-empty-tensors,"
     "func.func(tm-tensor-bufferize),"
-    "restrict-fresh-buffers,"
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
+    "bufferize,"
     # Tile loops run in order; their temporaries are then allocated once, not per tile.
     "func.func(scf-forall-to-for),"
     "func.func(buffer-loop-hoisting),"

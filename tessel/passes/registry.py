@@ -18,6 +18,7 @@ from tessel import ir
 
 _BUILTIN_PASS_MODULES = (
     "tessel.passes.approximate_math",
+    "tessel.passes.bufferize",
     "tessel.passes.check_contract",
     "tessel.passes.choose_gpu_blocks",
     "tessel.passes.convolutions_to_gemm",
@@ -31,7 +32,6 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.pad_contractions",
     "tessel.passes.plan_buffers",
     "tessel.passes.reassociate_reductions",
-    "tessel.passes.restrict_fresh_buffers",
 )
 
 _passes: dict[str, type[ModulePass]] = {}
