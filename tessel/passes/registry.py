@@ -27,6 +27,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.form_kernels",
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
+    "tessel.passes.inline_kernels",
     "tessel.passes.library_calls",
     "tessel.passes.outline_contractions",
     "tessel.passes.pad_contractions",
