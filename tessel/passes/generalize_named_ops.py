@@ -5,7 +5,7 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.registry import ModulePass, register
-from tessel.passes.transform_script import apply_transform_script
+from tessel.passes.transform_script import apply_to_marked
 
 _MARK = "tessel.generalize"
 _NOT_NAMED = {"linalg.generic", "linalg.yield", "linalg.index"}
@@ -36,20 +36,9 @@ class GeneralizeNamedOpsPass(ModulePass):
         module.walk(visit)
         if not marked:
             return
-        with module.context:
-            for op in marked:
-                op.attributes[_MARK] = ir.UnitAttr.get()
-        apply_transform_script(module, [
+        apply_to_marked(module, marked, _MARK, [
             f"%named = transform.structured.match attributes {{{_MARK}}} in %module "
             ": (!transform.any_op) -> !transform.any_op",
             "%generic = transform.structured.generalize %named "
             ": (!transform.any_op) -> !transform.any_op",
         ])
-
-        def unmark(op):
-            if _MARK in op.attributes:
-                del op.attributes[_MARK]
-            return ir.WalkResult.ADVANCE
-
-        module.walk(unmark)
-

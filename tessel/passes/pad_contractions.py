@@ -5,7 +5,7 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.registry import ModulePass, register
-from tessel.passes.transform_script import apply_transform_script
+from tessel.passes.transform_script import apply_to_marked
 
 _MARK = "tessel.pad"
 # Loop dims (m, n, k) of each named contraction; a batch dim is never padded.
@@ -46,14 +46,10 @@ class PadContractionsPass(ModulePass):
             return ir.WalkResult.ADVANCE
 
         module.walk(visit)
-        with module.context:
-            for ops in marked.values():
-                for op in ops:
-                    op.attributes[_MARK] = ir.UnitAttr.get()
         for name, ops in marked.items():
             element = str(ops[0].operands[0].type.element_type)
             zero = f"0.0 : {element}"
-            apply_transform_script(module, [
+            apply_to_marked(module, ops, _MARK, [
                 f'%ops = transform.structured.match ops{{["{name}"]}} attributes {{{_MARK}}} '
                 "in %module : (!transform.any_op) -> !transform.any_op",
                 f"%padded, %pad, %copy = transform.structured.pad %ops pad_to_multiple_of "
@@ -61,13 +57,6 @@ class PadContractionsPass(ModulePass):
                 f"padding_dimensions = {_MNK_DIMS[name]}}} : (!transform.any_op) -> "
                 "(!transform.any_op, !transform.any_op, !transform.any_op)",
             ])
-
-        def unmark(op):
-            if _MARK in op.attributes:
-                del op.attributes[_MARK]
-            return ir.WalkResult.ADVANCE
-
-        module.walk(unmark)
 
     def pays(self, op: ir.Operation, element_types: set[str]) -> bool:
         """The cost rule of the docstring, for one contraction."""

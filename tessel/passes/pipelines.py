@@ -10,10 +10,9 @@ register_pipeline(
     "torch dialect from the FX importer -> linalg-on-tensors (torch-mlir's lowering)",
 )
 
-register_pipeline(
-    "cpu-fuse",
-    "builtin.module(check-contract{target=cpu},"
-    "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
+# Elementwise fusion (kept away from contractions) and row-loop fusion, shared by the
+# cpu and gpu pipelines.
+_FUSION = (
     "generalize-named-ops,"
     "outline-contractions,"
     "func.func(linalg-fuse-elementwise-ops),"
@@ -22,6 +21,13 @@ register_pipeline(
     # cannot slice those, so they go first.
     "func.func(linalg-fold-unit-extent-dims),canonicalize,"
     "fuse-tiles,canonicalize,cse,"
+)
+
+register_pipeline(
+    "cpu-fuse",
+    "builtin.module(check-contract{target=cpu},"
+    "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
+    + _FUSION +
     "approximate-math,reassociate-reductions,distinct-results,form-kernels)",
     "check the CPU contract, fuse elementwise chains, fuse reductions into row loops",
 )
@@ -84,12 +90,7 @@ register_pipeline(
     "builtin.module(check-contract{target=gpu},"
     "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
     "pad-contractions,"
-    "generalize-named-ops,"
-    "outline-contractions,"
-    "func.func(linalg-fuse-elementwise-ops),"
-    "inline,symbol-dce,"
-    "func.func(linalg-fold-unit-extent-dims),canonicalize,"
-    "fuse-tiles,canonicalize,cse,"
+    + _FUSION +
     "form-kernels,choose-gpu-blocks)",
     "the GPU target's kernel formation: fused kernels with Triton block sizes",
 )

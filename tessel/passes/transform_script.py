@@ -39,3 +39,20 @@ def apply_transform_script(payload: ir.Operation, lines: list[str]) -> None:
             raise TransformError("; ".join(diagnostics) or str(error)) from None
         finally:
             handler.detach()
+
+
+def apply_to_marked(module: ir.Operation, ops: list[ir.Operation], mark: str,
+                    lines: list[str]) -> None:
+    """Tag `ops` with the unit attribute `mark`, apply `lines` (which match ops by
+    it), then remove the tag from whatever carries it afterwards."""
+    with module.context:
+        for op in ops:
+            op.attributes[mark] = ir.UnitAttr.get()
+    apply_transform_script(module, lines)
+
+    def unmark(op):
+        if mark in op.attributes:
+            del op.attributes[mark]
+        return ir.WalkResult.ADVANCE
+
+    module.walk(unmark)
