@@ -113,7 +113,8 @@ class BackendResult:
     def fell_back(self) -> bool:
         """True for an mlir run that did not (entirely) run compiled code."""
         return self.stats is not None and (
-            self.stats["graphs_fallback"] > 0 or self.stats["graphs_compiled"] == 0)
+            self.stats["graphs_fallback"] > 0 or self.stats["graphs_split"] > 0
+            or self.stats["graphs_compiled"] == 0)
 
 
 @dataclass

@@ -10,8 +10,9 @@ _EMPTY = {
     "graphs_compiled": 0,           # graphs that run through MLIR-generated code
     "forward_graphs_compiled": 0,
     "backward_graphs_compiled": 0,
-    "graphs_fallback": 0,           # graphs that run eagerly because compilation failed
-    "fallback_reasons": [],         # "graph N: reason" per fallback
+    "graphs_fallback": 0,           # graphs that run entirely eagerly
+    "graphs_split": 0,              # graphs whose unsupported ops run eagerly between compiled pieces
+    "fallback_reasons": [],         # "graph N: op: reason" per op or graph run eagerly
     "kernels": 0,                   # compiled kernels (JIT entry points) over all graphs
     "compile_seconds": {},          # stage name -> seconds, summed over graphs
 }
@@ -34,7 +35,6 @@ def count(name: str, amount: int = 1) -> None:
 
 
 def record_fallback(reason: str) -> None:
-    _stats["graphs_fallback"] += 1
     _stats["fallback_reasons"].append(reason)
 
 

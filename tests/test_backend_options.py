@@ -57,15 +57,29 @@ def test_list_options_describes_every_option():
         assert "default" in description
 
 
-def test_unsupported_op_falls_back_with_one_warning_naming_it():
+def test_unsupported_op_runs_eagerly_between_compiled_pieces_with_one_warning():
     x = torch.rand(5) + 1
     fn = torch.compile(zeta_plus_one, backend="mlir")
     with pytest.warns(UserWarning, match="aten.special_zeta") as caught:
         torch.testing.assert_close(fn(x), zeta_plus_one(x))
     assert len([w for w in caught if "tessel" in str(w.message)]) == 1
     counters = tessel.stats()
-    assert counters["graphs_fallback"] == 1 and counters["graphs_compiled"] == 0
+    # zeta runs eagerly; the `+ 1` after it is a compiled piece.
+    assert counters["graphs_split"] == 1 and counters["graphs_fallback"] == 0
+    assert counters["graphs_compiled"] == 1
     assert "special_zeta" in counters["fallback_reasons"][0]
+
+
+def test_split_compiles_the_pieces_on_both_sides():
+    def fn(x):
+        y = torch.sin(x) * 2
+        z = torch.special.zeta(y.abs() + 2, 2.0)
+        return torch.tanh(z) + y
+
+    x = torch.randn(8)
+    with pytest.warns(UserWarning, match="special_zeta"):
+        torch.testing.assert_close(torch.compile(fn, backend="mlir")(x), fn(x))
+    assert tessel.stats()["graphs_compiled"] == 2 and tessel.stats()["graphs_split"] == 1
 
 
 def test_complex_input_falls_back():

@@ -12,6 +12,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from tessel import counters
 from tessel.dump import GraphDump
 from tessel.frontend.importer import import_graph, torch_op_named_in
+from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.signature import UnsupportedGraph, prepare_graph
 from tessel.options import Options
 from tessel.stages import CompileFailure, Stages
@@ -24,19 +25,20 @@ class TesselCompileError(RuntimeError):
     """Raised instead of falling back when options={"fallback": False}."""
 
 
-def resolve_target(options: Options, example_inputs) -> str:
+def resolve_target(options: Options, gm: torch.fx.GraphModule) -> str:
     if options.target != "auto":
         return options.target
-    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    devices = {v.device.type for v in values if isinstance(v, torch.Tensor)}
     if devices - {"cpu"}:
         raise UnsupportedGraph(f"no tessel target for device(s) {sorted(devices - {'cpu'})} yet")
     return "cpu"
 
 
-def _compile(gm: torch.fx.GraphModule, example_inputs, options: Options, stages: Stages):
+def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
     with stages.timed("prepare"):
         import_module, signature = prepare_graph(gm)
-        target = get_target(resolve_target(options, example_inputs))
+        target = get_target(resolve_target(options, gm))
     with stages.timed("import"):
         try:
             module = import_graph(import_module.graph)
@@ -49,12 +51,24 @@ def _compile(gm: torch.fx.GraphModule, example_inputs, options: Options, stages:
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str):
-    """The compiled callable for `gm`, or `gm` itself (eager) after a warning."""
+    """The compiled callable for `gm` (boxed, as aot_autograd calls it). Ops tessel
+    cannot compile run eagerly between compiled pieces, with one warning per graph."""
+    reasons: list[str] = []
+    graph_name, compiled = _compile_or_split(gm, options, kind, frozenset(), reasons)
+    if reasons:
+        warnings.warn(f"tessel: graph {graph_name}: " + "; ".join(reasons), stacklevel=2)
+    return make_boxed_func(compiled)
+
+
+def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
+                      excluded: frozenset[str], reasons: list[str]):
+    """(graph name, callable): compiled whole, else split around the failing op (whose
+    nodes run eagerly), else eager. Appends what runs eagerly, and why, to `reasons`."""
     dump = GraphDump(options.dump_dir, kind)
     stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", gm.print_readable(print_output=False))
     try:
-        host, kernels = _compile(gm, example_inputs, options, stages)
+        host, kernels = _compile(gm, options, stages)
     except UnsupportedGraph as error:
         failure = CompileFailure("prepare", error.reason, error.op)
     except CompileFailure as error:
@@ -64,10 +78,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
         failure = CompileFailure("internal", f"internal compiler error: {type(error).__name__}: {error}")
     else:
         counters.count("graphs_compiled")
-        counters.count("backward_graphs_compiled" if kind == "backward" else "forward_graphs_compiled")
+        counters.count("backward_graphs_compiled" if kind.startswith("backward")
+                       else "forward_graphs_compiled")
         counters.count("kernels", kernels)
         log.info("tessel: compiled graph %s into %d kernel(s)", dump.graph_name, kernels)
-        return make_boxed_func(host)
+        return dump.graph_name, host
 
     op = failure.op or "graph"
     summary = _first_error_line(failure.message)
@@ -75,10 +90,55 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
         raise TesselCompileError(
             f"tessel could not compile graph {dump.graph_name} (stage {failure.stage}), "
             f"op {op}: {failure.message}")
+    reason = f"{op} runs eagerly ({failure.stage}: {summary[:240]})"
     counters.record_fallback(f"{dump.graph_name}: {op}: {summary}")
-    warnings.warn(f"tessel: graph {dump.graph_name} runs eagerly: {op} is not supported "
-                  f"({failure.stage}: {summary})", stacklevel=2)
-    return make_boxed_func(gm)
+    split = None
+    if failure.op:
+        try:
+            split = _split(gm, options, kind, excluded | {failure.op}, reasons)
+        except Exception:  # noqa: BLE001 -- splitting is best effort; eager is always right
+            log.debug("tessel: could not split graph %s", dump.graph_name, exc_info=True)
+    reasons.append(reason)
+    if split is None:
+        counters.count("graphs_fallback")
+        return dump.graph_name, gm
+    counters.count("graphs_split")
+    return dump.graph_name, split
+
+
+def _split(gm: torch.fx.GraphModule, options: Options, kind: str, excluded: frozenset[str],
+           reasons: list[str]):
+    """`gm` with every piece around the excluded ops compiled, or None if no piece
+    is left to compile (or the split went MAX_ROUNDS deep)."""
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    if len(excluded) > MAX_ROUNDS or all(target_names(n) & excluded for n in calls):
+        return None
+    if not any(target_names(n) & excluded for n in calls):
+        return None  # the failing op is not a node of this graph (it came from a lowering)
+    split, pieces = split_around(gm, excluded)
+    if not pieces:
+        return None
+    for name in pieces:
+        piece = getattr(split, name)
+        _, compiled = _compile_or_split(piece, options, f"{kind}_piece", excluded, reasons)
+        delattr(split, name)  # a submodule slot only takes modules; the call is a function
+        setattr(split, name, _as_module_call(compiled, piece))
+    split.recompile()
+    return split
+
+
+def _as_module_call(compiled, piece: torch.fx.GraphModule):
+    """A callable that `call_module` can use: positional args in, the piece's own output
+    structure out (a host program always returns a tuple)."""
+    output = next(n for n in piece.graph.nodes if n.op == "output").args[0]
+    single = not isinstance(output, (tuple, list))
+    if compiled is piece:
+        return piece
+
+    def call(*args):
+        results = compiled(*args)
+        return results[0] if single else results
+    return call
 
 
 def _first_error_line(message: str) -> str:

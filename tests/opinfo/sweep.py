@@ -74,11 +74,11 @@ def run_op(op, samples: int) -> dict:
             except (RuntimeError, NotImplementedError) as error:
                 return {"status": "skipped", "reason": f"compare: {type(error).__name__}"}
             except AssertionError as error:
-                if counters["graphs_compiled"] and not counters["graphs_fallback"]:
+                if counters["graphs_compiled"] and not counters["fallback_reasons"]:
                     return {"status": "mismatch", "reason": str(error).splitlines()[0][:200]}
                 return {"status": "mismatch", "reason": "fallback result differs: "
                         + str(error).splitlines()[0][:160]}
-        if counters["graphs_fallback"]:
+        if counters["graphs_fallback"] or counters["graphs_split"]:
             outcome = {"status": "fallback", "reason": counters["fallback_reasons"][0][:200]}
         elif not counters["graphs_compiled"] and outcome["status"] == "pass":
             outcome = {"status": "skipped", "reason": "no graph reached tessel"}
