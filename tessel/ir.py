@@ -5,7 +5,7 @@ Everything else in tessel says `from tessel import ir` and uses `ir.Module`,
 """
 
 from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
-from torch_mlir.ir import Context, MLIRError, Module
+from torch_mlir.ir import Context, Module
 from torch_mlir.passmanager import PassManager  # noqa: F401
 from torch_mlir.execution_engine import ExecutionEngine  # noqa: F401
 from torch_mlir.dialects import ext  # noqa: F401  (Python-defined dialects: ir.ext.Dialect)

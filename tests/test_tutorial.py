@@ -1,6 +1,5 @@
 """Every example of the torch.compile tutorial (../shared/reference) under backend="mlir"."""
 
-import numpy as np
 import pytest
 import scipy.fft
 import torch
