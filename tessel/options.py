@@ -36,7 +36,8 @@ class Options:
     pipeline: str | None = _option(
         None, "pass pipeline run on linalg-on-tensors IR instead of the target's named one "
         "(a registered name like 'cpu', or 'builtin.module(...)')", (str,))
-    opt_level: int = _option(3, "LLVM optimization level of the JIT (0-3)", (int,), (0, 1, 2, 3))
+    # 2, not 3: same kernel speed on the benchmark set, 25-45% less JIT time on larger graphs.
+    opt_level: int = _option(2, "LLVM optimization level of the JIT (0-3)", (int,), (0, 1, 2, 3))
     compile_in_worker: bool = _option(
         True, "run pass pipelines in a separate process, so that a crash or hang in native "
         "compiler code becomes a fallback (False: in this process, for debugging)", (bool,))
