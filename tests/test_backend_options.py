@@ -196,3 +196,19 @@ def test_fallback_false_reports_the_crash():
                        options={"pipeline": CRASHING_PIPELINE, "fallback": False})
     with pytest.raises(Exception, match="compile worker crashed"):
         fn(torch.randn(4, 4))
+
+
+def test_explain_reports_graphs_kernels_and_what_runs_eagerly():
+    def fn(x, w):
+        y = torch.softmax(x @ w, -1)
+        return torch.special.zeta(y + 2, 2.0).sum(-1)
+
+    with pytest.warns(UserWarning, match="special_zeta"):
+        report = tessel.explain(fn, torch.randn(8, 16), torch.randn(16, 32))
+    names = [graph.name for graph in report.graphs]
+    assert len(names) == 3 and names[0].endswith("_inference")
+    pieces = report.graphs[1:]
+    assert "gemm" in pieces[0].kernels            # x @ w as a library call
+    assert any("special_zeta" in reason for reason in report.fallback_reasons)
+    assert report.stats["graphs_split"] == 1 and report.stats["graphs_compiled"] == 2
+    assert "runs eagerly" in str(report)
