@@ -13,7 +13,8 @@ _EMPTY = {
     "graphs_fallback": 0,           # graphs that run entirely eagerly
     "graphs_split": 0,              # graphs whose unsupported ops run eagerly between compiled pieces
     "fallback_reasons": [],         # "graph N: op: reason" per op or graph run eagerly
-    "kernels": 0,                   # compiled kernels (JIT entry points) over all graphs
+    "kernels": 0,                   # kernels over all compiled graphs
+    "accuracy_failures": 0,         # calls whose compiled result differed (check_accuracy)
     "compile_seconds": {},          # stage name -> seconds, summed over graphs
 }
 _stats = copy.deepcopy(_EMPTY)

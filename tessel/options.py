@@ -38,6 +38,9 @@ class Options:
         "(a registered name like 'cpu', or 'builtin.module(...)')", (str,))
     # 2, not 3: same kernel speed on the benchmark set, 25-45% less JIT time on larger graphs.
     opt_level: int = _option(2, "LLVM optimization level of the JIT (0-3)", (int,), (0, 1, 2, 3))
+    check_accuracy: bool = _option(
+        False, "also run every compiled graph eagerly and compare; a mismatch warns (naming "
+        "the graph, output and dump) and the eager result is returned", (bool,))
     compile_in_worker: bool = _option(
         True, "run pass pipelines in a separate process, so that a crash or hang in native "
         "compiler code becomes a fallback (False: in this process, for debugging)", (bool,))

@@ -36,7 +36,7 @@ def test_modes_are_accepted(mode):
 
 @pytest.mark.parametrize("mode, options, message", [
     ("fastest", None, "unknown mode 'fastest'; valid modes are: default, reduce-overhead"),
-    (None, {"dumpdir": "/tmp"}, "unknown option 'dumpdir'; valid options are: compile_in_worker, dump_dir"),
+    (None, {"dumpdir": "/tmp"}, "unknown option 'dumpdir'; valid options are: check_accuracy, compile_in_worker"),
     (None, {"fallback": "no"}, "option 'fallback' expects bool, got str"),
     (None, {"opt_level": 7}, "option 'opt_level' got 7; valid values are: 0, 1, 2, 3"),
     (None, {"target": "tpu"}, "option 'target' got 'tpu'; valid values are: 'auto', 'cpu'"),
@@ -51,7 +51,7 @@ def test_bad_mode_or_option_is_a_clear_error(mode, options, message):
 def test_list_options_describes_every_option():
     options = tessel.list_options()
     assert set(options) == {"fallback", "dump_dir", "target", "pipeline", "opt_level",
-                            "compile_in_worker"}
+                            "compile_in_worker", "check_accuracy"}
     for name, description in options.items():
         assert description["doc"], name
         assert "default" in description
@@ -212,3 +212,41 @@ def test_explain_reports_graphs_kernels_and_what_runs_eagerly():
     assert any("special_zeta" in reason for reason in report.fallback_reasons)
     assert report.stats["graphs_split"] == 1 and report.stats["graphs_compiled"] == 2
     assert "runs eagerly" in str(report)
+
+
+def test_check_accuracy_passes_and_flags_a_wrong_pipeline(tmp_path):
+    x = torch.randn(16)
+    fn = torch.compile(lambda t: t.exp() + 1, backend="mlir", options={"check_accuracy": True})
+    torch.testing.assert_close(fn(x), x.exp() + 1)
+    assert tessel.stats()["accuracy_failures"] == 0
+    # A user pipeline that drops the exp (canonicalize cannot: rewrite it to identity by
+    # replacing math.exp with its argument through a registered test pass).
+    tessel.register_pass(DropExpPass)
+    wrong = torch.compile(lambda t: t.exp() + 2, backend="mlir", options={
+        "check_accuracy": True, "dump_dir": str(tmp_path),
+        "pipeline": "builtin.module(drop-exp,cpu)"})
+    with pytest.warns(UserWarning, match="differs from eager"):
+        result = wrong(x)
+    torch.testing.assert_close(result, x.exp() + 2)  # the eager result is returned
+    assert tessel.stats()["accuracy_failures"] == 1
+
+
+@__import__("dataclasses").dataclass(frozen=True)
+class DropExpPass(tessel.ModulePass):
+    """drop-exp: a deliberately wrong pass (exp(x) -> x) for the accuracy check test."""
+
+    name = "drop-exp"
+
+    def run(self, module):
+        from tessel import ir
+        found = []
+
+        def visit(op):
+            if op.operation.name == "math.exp":
+                found.append(op.operation)
+            return ir.WalkResult.ADVANCE
+
+        module.walk(visit)
+        for op in found:
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()

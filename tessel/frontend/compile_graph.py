@@ -82,6 +82,8 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
                        else "forward_graphs_compiled")
         counters.count("kernels", kernels)
         log.info("tessel: compiled graph %s into %d kernel(s)", dump.graph_name, kernels)
+        if options.check_accuracy:
+            host = _checked_against_eager(host, gm, dump)
         return dump.graph_name, host
 
     op = failure.op or "graph"
@@ -139,6 +141,27 @@ def _as_module_call(compiled, piece: torch.fx.GraphModule):
         results = compiled(*args)
         return results[0] if single else results
     return call
+
+
+def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump):
+    """`host`, compared with eager `gm` on every call (options={"check_accuracy": True})."""
+    where = f" (stages in {dump.path})" if dump.path else " (set dump_dir to keep its IR)"
+
+    def checked(*args):
+        compiled, expected = host(*args), gm(*args)
+        expected = expected if isinstance(expected, (tuple, list)) else (expected,)
+        for index, (actual, reference) in enumerate(zip(compiled, expected)):
+            if not isinstance(reference, torch.Tensor):
+                continue
+            try:
+                torch.testing.assert_close(actual, reference, equal_nan=True)
+            except AssertionError as error:
+                counters.count("accuracy_failures")
+                warnings.warn(f"tessel: graph {dump.graph_name} output {index} differs from "
+                              f"eager{where}: {str(error).splitlines()[0]}", stacklevel=2)
+                return tuple(expected)
+        return compiled
+    return checked
 
 
 def _first_error_line(message: str) -> str:
