@@ -28,7 +28,7 @@ register_pipeline(
     "builtin.module(check-contract{target=cpu},"
     "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
     + _FUSION +
-    "approximate-math,reassociate-reductions,distinct-results,form-kernels)",
+    "approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels)",
     "check the CPU contract, fuse elementwise chains, fuse reductions into row loops",
 )
 

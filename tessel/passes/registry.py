@@ -33,6 +33,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.pad_contractions",
     "tessel.passes.plan_buffers",
     "tessel.passes.reassociate_reductions",
+    "tessel.passes.reciprocal_division",
 )
 
 _passes: dict[str, type[ModulePass]] = {}
