@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from pathlib import Path
+from typing import Callable
 
 _graph_ids = itertools.count()
 
@@ -26,10 +27,11 @@ class GraphDump:
             if not os.access(self.path, os.W_OK):
                 raise PermissionError(f"tessel: dump_dir {str(self.path)!r} is not writable")
 
-    def write(self, stage: str, text: str) -> Path | None:
-        """Write `text` as the next stage file, e.g. `02_linalg.mlir`; returns its path."""
+    def write(self, stage: str, render: Callable[[], str]) -> Path | None:
+        """Write `render()` as the next stage file, e.g. `02_linalg.mlir`; returns its
+        path. `render` runs only when dumping: printing IR is not free on big graphs."""
         if self.path is None:
             return None
         file = self.path / f"{next(self._stage_ids):02d}_{stage}"
-        file.write_text(text)
+        file.write_text(render())
         return file

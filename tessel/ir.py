@@ -5,7 +5,7 @@ Everything else in tessel says `from tessel import ir` and uses `ir.Module`,
 """
 
 from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
-from torch_mlir.ir import Context, Module
+from torch_mlir.ir import Context, Module, WalkResult
 from torch_mlir.passmanager import PassManager  # noqa: F401
 from torch_mlir.execution_engine import ExecutionEngine  # noqa: F401
 from torch_mlir.dialects import ext  # noqa: F401  (Python-defined dialects: ir.ext.Dialect)
@@ -32,6 +32,20 @@ def context() -> Context:
         from tessel.dialects import kernel  # noqa: PLC0415 -- it builds on this module
         kernel.load(_context)
     return _context
+
+
+def ops_where(root, predicate) -> list:
+    """Every Operation nested in `root` (itself included), in walk order, for which
+    `predicate(op)` holds; collected first, so callers may rewrite them afterwards."""
+    found = []
+
+    def visit(op):
+        if predicate(op.operation):
+            found.append(op.operation)
+        return WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found
 
 
 def parse_module(text: str) -> Module:

@@ -12,6 +12,7 @@ import shlex
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 from tessel import counters, ir
 from tessel.compile_worker import WorkerCrash, run_in_worker
@@ -42,8 +43,8 @@ class Stages:
         with counters.timed_stage(stage):
             yield
 
-    def write(self, stage_file: str, text: str) -> None:
-        self.dump.write(stage_file, text)
+    def write(self, stage_file: str, render: Callable[[], str]) -> None:
+        self.dump.write(stage_file, render)
 
     def run_pipeline(self, module: ir.Module, stage: str, pipeline: str,
                      op_finder=None) -> ir.Module:
@@ -63,7 +64,7 @@ class Stages:
         except WorkerCrash as crash:
             repro = self.write_repro(stage, before, pipeline)
             raise CompileFailure(stage, f"{crash}\n{self.repro_hint(repro)}", None, repro) from None
-        self.write(f"{stage}.mlir", str(module))
+        self.write(f"{stage}.mlir", module.__str__)
         return module
 
     def write_repro(self, stage: str, ir_text: str, pipeline: str) -> Path:

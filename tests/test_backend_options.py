@@ -239,14 +239,6 @@ class DropExpPass(tessel.ModulePass):
 
     def run(self, module):
         from tessel import ir
-        found = []
-
-        def visit(op):
-            if op.operation.name == "math.exp":
-                found.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
-        for op in found:
+        for op in ir.ops_where(module, lambda op: op.name == "math.exp"):
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()

@@ -45,7 +45,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
         except Exception as error:  # noqa: BLE001 -- the importer raises many kinds
             message = f"{type(error).__name__}: {error}"
             raise CompileFailure("import", message, torch_op_named_in(message)) from error
-    stages.write("torch.mlir", str(module))
+    stages.write("torch.mlir", module.__str__)
     module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
     return target.compile(module, signature, options, stages)
 
@@ -66,7 +66,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     nodes run eagerly), else eager. Appends what runs eagerly, and why, to `reasons`."""
     dump = GraphDump(options.dump_dir, kind)
     stages = Stages(dump, in_worker=options.compile_in_worker)
-    stages.write("fx_graph.py", gm.print_readable(print_output=False))
+    stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
     try:
         host, kernels = _compile(gm, options, stages)
     except UnsupportedGraph as error:

@@ -116,15 +116,8 @@ class ApproximateMathPass(ModulePass):
     name: ClassVar[str] = "approximate-math"
 
     def run(self, module: ir.Operation) -> None:
-        targets = []
-
-        def visit(op):
-            name = op.operation.name
-            if name in _APPROXIMATIONS and _element_type_is_f32(op.operation.results[0].type):
-                targets.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        targets = ir.ops_where(module, lambda op: op.name in _APPROXIMATIONS
+                               and _element_type_is_f32(op.results[0].type))
         for op in targets:
             with ir.InsertionPoint(op), op.location:
                 operand = op.operands[0]

@@ -26,16 +26,8 @@ class BufferizePass(ModulePass):
     name: ClassVar[str] = "bufferize"
 
     def run(self, module: ir.Operation) -> None:
-        prebufferized = False
-
-        def visit(op):
-            nonlocal prebufferized
-            if op.operation.name in ("bufferization.to_buffer", "bufferization.to_tensor"):
-                prebufferized = True
-                return ir.WalkResult.INTERRUPT
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        prebufferized = ir.ops_where(
+            module, lambda op: op.name in ("bufferization.to_buffer", "bufferization.to_tensor"))
         options = ("copy-before-write " if prebufferized else "") + _FUNCTION_BOUNDARIES
         ir.PassManager.parse(f"builtin.module(one-shot-bufferize{{{options}}})",
                              module.context).run(module)

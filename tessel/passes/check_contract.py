@@ -26,15 +26,8 @@ class CheckContractPass(ModulePass):
                 f"unknown target {self.target!r}; known: {', '.join(sorted(TARGET_INPUT_DIALECTS))}")
         dialects = TARGET_INPUT_DIALECTS[self.target]
         ops = TARGET_INPUT_OPS[self.target]
-        violations: list[str] = []
-
-        def visit(op):
-            name = op.operation.name
-            if name.split(".", 1)[0] not in dialects and name not in ops:
-                violations.append(f"'{name}' at {op.location}")
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        violations = [f"'{op.name}' at {op.location}" for op in ir.ops_where(
+            module, lambda op: op.name.split(".", 1)[0] not in dialects and op.name not in ops)]
         if violations:
             raise ContractViolation(
                 f"target {self.target!r} does not accept {len(violations)} op(s): "

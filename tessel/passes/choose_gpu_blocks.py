@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.form_kernels import KERNEL_OPS
 from tessel.passes.registry import ModulePass, register
 
 ATTRIBUTE = "tessel.gpu"
@@ -41,14 +42,7 @@ class ChooseGpuBlocksPass(ModulePass):
     pointwise_block: int = 1024
 
     def run(self, module: ir.Operation) -> None:
-        kernels = []
-
-        def visit(op):
-            if op.operation.name in ("tkern.kernel", "tkern.library_call"):
-                kernels.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        kernels = ir.ops_where(module, lambda op: op.name in KERNEL_OPS)
         with module.context:
             for kernel in kernels:
                 kernel.attributes[ATTRIBUTE] = self.decide(kernel)

@@ -23,15 +23,7 @@ class ConvolutionsToGemmPass(ModulePass):
     name: ClassVar[str] = "convolutions-to-gemm"
 
     def run(self, module: ir.Operation) -> None:
-        found = False
-
-        def visit(op):
-            nonlocal found
-            found = found or op.operation.name in _CONVOLUTIONS
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
-        if not found:
+        if not ir.ops_where(module, lambda op: op.name in _CONVOLUTIONS):
             return
         names = ", ".join(f'"{name}"' for name in _CONVOLUTIONS)
         apply_transform_script(module, [

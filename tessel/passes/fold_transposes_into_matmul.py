@@ -59,15 +59,9 @@ class FoldTransposesIntoMatmulPass(ModulePass):
     name: ClassVar[str] = "fold-transposes-into-matmul"
 
     def run(self, module: ir.Operation) -> None:
-        matmuls = []
-
-        def visit(op):
-            if op.operation.name in _MATMUL_DIMS and _has_default_maps(op.operation):
-                matmuls.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
         with module.context:
-            module.walk(visit)
+            matmuls = ir.ops_where(
+                module, lambda op: op.name in _MATMUL_DIMS and _has_default_maps(op))
         for op in matmuls:
             inputs = [_swapped_input(v) for v in list(op.operands)[:2]]
             if all(v is None for v in inputs):

@@ -130,11 +130,8 @@ class FuseTilesPass(ModulePass):
 
     @staticmethod
     def _clear_ids(module: ir.Operation) -> None:
-        def visit(op):
-            if OP_ID in op.attributes:
-                del op.attributes[OP_ID]
-            return ir.WalkResult.ADVANCE
-        module.walk(visit)
+        for op in ir.ops_where(module, lambda op: OP_ID in op.attributes):
+            del op.attributes[OP_ID]
 
 
 def _grow(group: FusionGroup, nodes, users, assigned) -> None:

@@ -25,15 +25,8 @@ class GeneralizeNamedOpsPass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         keep = {f"linalg.{name}" for name in self.keep.split(",") if name}
-        marked = []
-
-        def visit(op):
-            name = op.operation.name
-            if name.startswith("linalg.") and name not in keep | _NOT_NAMED:
-                marked.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        marked = ir.ops_where(
+            module, lambda op: op.name.startswith("linalg.") and op.name not in keep | _NOT_NAMED)
         if not marked:
             return
         apply_to_marked(module, marked, _MARK, [

@@ -17,14 +17,7 @@ class InlineKernelsPass(ModulePass):
     name: ClassVar[str] = "inline-kernels"
 
     def run(self, module: ir.Operation) -> None:
-        kernels = []
-
-        def visit(op):
-            if op.operation.name in KERNEL_OPS:
-                kernels.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        kernels = ir.ops_where(module, lambda op: op.name in KERNEL_OPS)
         for kernel in kernels:
             block = kernel.regions[0].blocks[0]
             terminator = None

@@ -190,16 +190,8 @@ class LibraryCallsPass(ModulePass):
     name: ClassVar[str] = "library-calls"
 
     def run(self, module: ir.Operation) -> None:
-        found = []
-
-        def visit(op):
-            if op.operation.name.startswith("linalg."):
-                contraction = analyze(op.operation)
-                if contraction is not None:
-                    found.append((op.operation, contraction))
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        linalg_ops = ir.ops_where(module, lambda op: op.name.startswith("linalg."))
+        found = [(op, c) for op in linalg_ops if (c := analyze(op)) is not None]
         helpers: dict[str, str] = {}
         for op, contraction in found:
             if contraction.element not in helpers:

@@ -24,14 +24,8 @@ class OutlineContractionsPass(ModulePass):
     name: ClassVar[str] = "outline-contractions"
 
     def run(self, module: ir.Operation) -> None:
-        contractions = []
-
-        def visit(op):
-            if op.operation.name.startswith("linalg.") and is_contraction(op.operation):
-                contractions.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        contractions = ir.ops_where(
+            module, lambda op: op.name.startswith("linalg.") and is_contraction(op))
         body = module.regions[0].blocks[0]
         with module.context, ir.Location.unknown():
             for number, op in enumerate(contractions):

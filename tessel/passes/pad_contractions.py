@@ -39,13 +39,8 @@ class PadContractionsPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         types = set(self.element_types.split(","))
         marked: dict[str, list[ir.Operation]] = {}
-
-        def visit(op):
-            if op.operation.name in _MNK_DIMS and self.pays(op.operation, types):
-                marked.setdefault(op.operation.name, []).append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        for op in ir.ops_where(module, lambda op: op.name in _MNK_DIMS and self.pays(op, types)):
+            marked.setdefault(op.name, []).append(op)
         for name, ops in marked.items():
             element = str(ops[0].operands[0].type.element_type)
             zero = f"0.0 : {element}"

@@ -23,15 +23,8 @@ class ReassociateReductionsPass(ModulePass):
     name: ClassVar[str] = "reassociate-reductions"
 
     def run(self, module: ir.Operation) -> None:
-        reductions = []
-
-        def visit(op):
-            if op.operation.name == "linalg.generic" and any(
-                    "reduction" in str(t) for t in op.operation.attributes["iterator_types"]):
-                reductions.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        reductions = ir.ops_where(module, lambda op: op.name == "linalg.generic" and any(
+            "reduction" in str(t) for t in op.attributes["iterator_types"]))
         with module.context:
             fast = ir.Attribute.parse("#arith.fastmath<reassoc,contract>")
             for generic in reductions:

@@ -35,14 +35,8 @@ class ReciprocalDivisionPass(ModulePass):
     name: ClassVar[str] = "reciprocal-division"
 
     def run(self, module: ir.Operation) -> None:
-        divisions = []
-
-        def visit(op):
-            if op.operation.name == "linalg.generic":
-                divisions.extend(self._invariant_divisions(op.operation))
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        generics = ir.ops_where(module, lambda op: op.name == "linalg.generic")
+        divisions = [d for generic in generics for d in self._invariant_divisions(generic)]
         with module.context:
             arcp = ir.Attribute.parse("#arith.fastmath<arcp>")
             for division in divisions:

@@ -50,9 +50,5 @@ def apply_to_marked(module: ir.Operation, ops: list[ir.Operation], mark: str,
             op.attributes[mark] = ir.UnitAttr.get()
     apply_transform_script(module, lines)
 
-    def unmark(op):
-        if mark in op.attributes:
-            del op.attributes[mark]
-        return ir.WalkResult.ADVANCE
-
-    module.walk(unmark)
+    for op in ir.ops_where(module, lambda op: mark in op.attributes):
+        del op.attributes[mark]

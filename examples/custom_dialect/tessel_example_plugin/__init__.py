@@ -53,16 +53,10 @@ class CountFlopsPass(ModulePass):
             if function.operation.name != "func.func" or not function.regions[0].blocks:
                 continue
             flops = 0
-
-            def visit(op):
-                nonlocal flops
-                if op.operation.name == "linalg.generic":
-                    body_ops = [o for o in op.operation.regions[0].blocks[0].operations
-                                if o.operation.name.startswith(("arith.", "math."))]
-                    flops += self.per_op * len(body_ops) * (_loop_extent(op.operation) or 0)
-                return ir.WalkResult.ADVANCE
-
-            function.operation.walk(visit)
+            for generic in ir.ops_where(function.operation, lambda op: op.name == "linalg.generic"):
+                body_ops = [o for o in generic.regions[0].blocks[0].operations
+                            if o.operation.name.startswith(("arith.", "math."))]
+                flops += self.per_op * len(body_ops) * (_loop_extent(generic) or 0)
             block = function.regions[0].blocks[0]
             with module.context, ir.Location.unknown(), ir.InsertionPoint.at_block_begin(block):
                 name = ir.StringAttr(function.operation.attributes["sym_name"]).value
@@ -82,14 +76,7 @@ class ReportFlopsPass(ModulePass):
     name: ClassVar[str] = "report-flops"
 
     def run(self, module: ir.Operation) -> None:
-        found = []
-
-        def visit(op):
-            if op.operation.name == "stats.flops":
-                found.append(op.operation)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        found = ir.ops_where(module, lambda op: op.name == "stats.flops")
         with module.context:
             for op in found:
                 function = op.parent

@@ -6,6 +6,7 @@ from typing import Callable, ClassVar
 
 from tessel import ir
 from tessel.frontend.signature import GraphSignature
+from tessel.passes.form_kernels import KERNEL_OPS
 from tessel.passes.pipeline import top_level_elements
 from tessel.passes.registry import lookup_pipeline
 from tessel.stages import Stages
@@ -42,15 +43,7 @@ def external_calls(module: ir.Module) -> set[str]:
 
 def count_kernels(module: ir.Module) -> int:
     """tkern.kernel and tkern.library_call ops: the kernels `form-kernels` made."""
-    count = 0
-
-    def visit(op):
-        nonlocal count
-        count += op.operation.name in ("tkern.kernel", "tkern.library_call")
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return count
+    return len(ir.ops_where(module.operation, lambda op: op.name in KERNEL_OPS))
 
 
 class CpuTarget(Target):
@@ -66,7 +59,7 @@ class CpuTarget(Target):
             runtime_symbols.register(engine, external_calls(module))
             entry_point = engine.lookup(ENTRY_POINT)
         program = host_program.generate(signature, abi, stages.dump.graph_name)
-        stages.write("host_program.py", program.source)
+        stages.write("host_program.py", lambda: program.source)
         host = host_program.build(program, entry_point)
         host.engine = engine  # the JIT'd code lives as long as the host program
         return host, kernels
