@@ -134,3 +134,25 @@ def test_concurrent_calls_from_threads():
     for x, result in zip(inputs, results):
         torch.testing.assert_close(result, fn(x))
     assert_compiled()
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parallel_loops_split_rows_across_threads(tmp_path, threads):
+    """Big loops run on OpenMP threads (GOMP_parallel in the LLVM IR); every row count,
+    including ones that do not divide by the thread count, gives eager's answer."""
+    def fn(x):
+        return torch.softmax(x, dim=-1) * 2 + torch.tanh(x)
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        compiled = torch.compile(fn, backend="mlir", dynamic=True,
+                                 options={"dump_dir": str(tmp_path)})
+        for rows in (257, 1000, 64):
+            x = torch.randn(rows, 384)
+            torch.testing.assert_close(compiled(x), fn(x), rtol=1e-5, atol=1e-5)
+    finally:
+        torch.set_num_threads(previous)
+    assert assert_compiled()["graphs_compiled"] == 1
+    (llvm_ir,) = tmp_path.glob("*/*cpu-lower-to-llvm.mlir")
+    assert "llvm.call @GOMP_parallel" in llvm_ir.read_text()

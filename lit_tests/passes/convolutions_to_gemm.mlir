@@ -23,3 +23,15 @@ func.func @negative_depthwise(%x: tensor<1x10x10x3xf32>, %w: tensor<3x3x3xf32>, 
       ins(%x, %w : tensor<1x10x10x3xf32>, tensor<3x3x3xf32>) outs(%init : tensor<1x8x8x3xf32>) -> tensor<1x8x8x3xf32>
   return %y : tensor<1x8x8x3xf32>
 }
+
+// -----
+
+// A convolution with a dynamic batch size (dynamic=True, automatic dynamic) stays
+// a convolution: the im2col rewrite needs static sizes.
+// CHECK-LABEL: func.func @negative_dynamic_batch
+// CHECK:         linalg.conv_2d_nchw_fchw
+func.func @negative_dynamic_batch(%x: tensor<?x3x10x10xf32>, %w: tensor<4x3x3x3xf32>, %init: tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32> {
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<?x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%init : tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  return %y : tensor<?x4x8x8xf32>
+}

@@ -2,9 +2,11 @@
 // RUN: %opt %s --split-input-file -p cpu-fuse | filecheck %s --check-prefix=FUSE
 // RUN: %opt %s --split-input-file -p cpu-fuse,cpu-bufferize | filecheck %s --check-prefix=BUF
 
-// Two elementwise ops fuse into one loop nest; the result becomes an out-param and the
-// entry point is lowered to LLVM with its C interface.
+// Two elementwise ops fuse into one loop nest, tiled in 4096-element chunks (the size is
+// dynamic) that OpenMP threads share; the result becomes an out-param and the entry
+// point is lowered to LLVM with its C interface.
 // FUSE-LABEL: func.func @tanh_then_add
+// FUSE:         scf.forall
 // FUSE:         linalg.generic
 // FUSE-NOT:       math.tanh
 // FUSE:           arith.divf
@@ -12,8 +14,13 @@
 // FUSE-NOT:     linalg.generic
 // BUF-LABEL:  func.func @tanh_then_add
 // BUF-SAME:     (%[[IN:.*]]: memref<?xf32>, %[[OUT:.*]]: memref<?xf32>)
-// BUF:          linalg.generic {{.*}} ins(%[[IN]] : memref<?xf32>) outs(%[[OUT]] : memref<?xf32>)
-// CHECK-LABEL: llvm.func @tanh_then_add
+// BUF:          call @tanh_then_add_parallel_0__launch(%{{.*}}, %{{.*}}, %{{.*}}, %[[IN]], %[[OUT]])
+// BUF:        func.func private @tanh_then_add_parallel_0
+// BUF:          scf.for
+// BUF:            linalg.generic {{.*}} ins(%{{.*}} : memref<?xf32, strided<[1], offset: ?>>)
+// CHECK:       llvm.func @tanh_then_add_parallel_0__launch
+// CHECK:         llvm.call @GOMP_parallel
+// CHECK-LABEL: llvm.func @tanh_then_add(
 // CHECK-LABEL: llvm.func @_mlir_ciface_tanh_then_add
 // CHECK-NOT:   linalg.
 func.func @tanh_then_add(%a: tensor<?xf32>) -> tensor<?xf32> attributes {llvm.emit_c_interface} {

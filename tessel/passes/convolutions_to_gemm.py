@@ -5,9 +5,15 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.registry import ModulePass, register
-from tessel.passes.transform_script import apply_transform_script
+from tessel.passes.transform_script import apply_to_marked
 
 _CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_nhwc_hwcf")
+MARK = "tessel.convolution_to_gemm"
+
+
+def _static(op: ir.Operation) -> bool:
+    return all(ir.ShapedType(v.type).has_static_shape for v in op.operands
+               if isinstance(v.type, ir.ShapedType))
 
 
 @register
@@ -17,17 +23,18 @@ class ConvolutionsToGemmPass(ModulePass):
 
     The patch gather is one loop nest; the contraction then goes to BLAS gemm through
     `library-calls` (batch = images, m = output channels, k = C*KH*KW, n = pixels),
-    as CPU libraries do. Grouped and depthwise convolutions stay as loops.
+    as CPU libraries do. Grouped and depthwise convolutions, and convolutions with
+    dynamic sizes (which the im2col rewrite does not handle), stay as loops.
     """
 
     name: ClassVar[str] = "convolutions-to-gemm"
 
     def run(self, module: ir.Operation) -> None:
-        if not ir.ops_where(module, lambda op: op.name in _CONVOLUTIONS):
+        convolutions = ir.ops_where(module, lambda op: op.name in _CONVOLUTIONS and _static(op))
+        if not convolutions:
             return
-        names = ", ".join(f'"{name}"' for name in _CONVOLUTIONS)
-        apply_transform_script(module, [
-            f"%convolutions = transform.structured.match ops{{[{names}]}} in %module "
+        apply_to_marked(module, convolutions, MARK, [
+            f"%convolutions = transform.structured.match attributes {{{MARK}}} in %module "
             ": (!transform.any_op) -> !transform.any_op",
             "%im2col, %gemm = transform.structured.convert_conv2d_to_img2col %convolutions "
             ": (!transform.any_op) -> (!transform.any_op, !transform.any_op)",

@@ -28,8 +28,9 @@ register_pipeline(
     "builtin.module(check-contract{target=cpu},"
     "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
     + _FUSION +
+    "tile-for-threads,"
     "approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels)",
-    "check the CPU contract, fuse elementwise chains, fuse reductions into row loops",
+    "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",
 )
 
 register_pipeline(
@@ -41,8 +42,11 @@ register_pipeline(
     "eliminate-empty-tensors,"
     "func.func(tm-tensor-bufferize),"
     "bufferize,"
-    # Tile loops run in order; their temporaries are then allocated once, not per tile.
-    "func.func(scf-forall-to-for),"
+    # Big tile loops run on all cores (each thread owns its temporaries); the others
+    # run in order. Temporaries are then allocated once per thread, not per tile.
+    "func.func(scf-forall-to-parallel),"
+    "outline-parallel-loops,"
+    "func.func(scf-parallel-for-to-nested-fors),"
     "func.func(buffer-loop-hoisting),"
     "library-calls,"
     # Results become caller-allocated out-params: the host program hands torch-owned
@@ -75,7 +79,8 @@ register_pipeline(
     "convert-func-to-llvm,"
     "convert-cf-to-llvm,"
     "convert-complex-to-llvm,"
-    "reconcile-unrealized-casts)",
+    "reconcile-unrealized-casts,"
+    "launch-with-openmp)",
     "memref loops -> LLVM dialect, ready for the ExecutionEngine",
 )
 

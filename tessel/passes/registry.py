@@ -28,12 +28,15 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
     "tessel.passes.inline_kernels",
+    "tessel.passes.launch_with_openmp",
     "tessel.passes.library_calls",
     "tessel.passes.outline_contractions",
+    "tessel.passes.outline_parallel_loops",
     "tessel.passes.pad_contractions",
     "tessel.passes.plan_buffers",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.reciprocal_division",
+    "tessel.passes.tile_for_threads",
 )
 
 _passes: dict[str, type[ModulePass]] = {}

@@ -1,8 +1,10 @@
 """Native functions that JIT-compiled CPU code may call, resolved from torch's libraries.
 
 The `library-calls` pass emits calls to BLAS gemm (`sgemm_`, `dgemm_`); torch's CPU
-library bundles MKL and exports them. The JIT does not see symbols of libraries that
-Python loaded privately, so their addresses are registered with each engine.
+library bundles MKL and exports them. `launch-with-openmp` emits calls to GNU OpenMP,
+the runtime torch's own CPU kernels use (its libgomp). The JIT does not see symbols of
+libraries that Python loaded privately, so their addresses are registered with each
+engine.
 """
 
 from __future__ import annotations
@@ -14,35 +16,41 @@ import pathlib
 import torch
 
 from tessel import ir
+from tessel.passes.launch_with_openmp import OPENMP_DECLARATIONS
 
-BLAS_SYMBOLS = ("sgemm_", "dgemm_")
+# symbol -> (library file pattern in torch/lib, the pass whose code calls it)
+RUNTIME_SYMBOLS = {
+    "sgemm_": ("libtorch_cpu.*", "library-calls"),
+    "dgemm_": ("libtorch_cpu.*", "library-calls"),
+    **{name: ("libgomp*", "launch-with-openmp") for name in OPENMP_DECLARATIONS},
+}
 
 
 @functools.cache
-def _torch_cpu_library() -> ctypes.CDLL:
+def _torch_library(pattern: str) -> ctypes.CDLL | None:
+    """One of torch's own shared libraries (already loaded by `import torch`)."""
     library_dir = pathlib.Path(torch.__file__).parent / "lib"
-    return ctypes.CDLL(str(next(library_dir.glob("libtorch_cpu.*"))))
+    path = next(library_dir.glob(pattern), None)
+    return ctypes.CDLL(str(path)) if path is not None else None
 
 
 @functools.cache
 def symbol_addresses() -> dict[str, int]:
     """Address of every runtime symbol this torch build provides."""
-    library = _torch_cpu_library()
     addresses = {}
-    for name in BLAS_SYMBOLS:
-        try:
+    for name, (pattern, _) in RUNTIME_SYMBOLS.items():
+        library = _torch_library(pattern)
+        if library is not None and hasattr(library, name):
             addresses[name] = ctypes.cast(getattr(library, name), ctypes.c_void_p).value
-        except AttributeError:
-            continue
     return addresses
 
 
 def register(engine: ir.ExecutionEngine, called: set[str]) -> None:
     """Register the runtime symbols among `called`; the process resolves the rest (libc,
-    libm). A BLAS symbol this torch build lacks is a clear error."""
+    libm). A runtime symbol this torch build lacks is a clear error."""
     available = symbol_addresses()
-    for name in called & set(BLAS_SYMBOLS):
+    for name in called & set(RUNTIME_SYMBOLS):
         if name not in available:
             raise RuntimeError(f"this torch build does not export {name!r}, which the "
-                               "compiled code calls (library-calls pass)")
+                               f"compiled code calls ({RUNTIME_SYMBOLS[name][1]} pass)")
         engine.raw_register_runtime(name, ctypes.c_void_p(available[name]))

@@ -1,0 +1,97 @@
+// RUN: %opt %s --split-input-file -p outline-parallel-loops | filecheck %s
+
+// A row loop moves into its own function, called through a launcher declaration; the
+// constant it reads is cloned in, the buffers become arguments, and the temporary stays
+// inside (each thread gets its own).
+// CHECK-LABEL: func.func @scale_rows
+// CHECK-SAME:    (%[[X:.*]]: memref<256x512xf32>, %[[Y:.*]]: memref<256x512xf32>)
+// CHECK-NOT:     scf.parallel
+// CHECK:         arith.constant 2.0
+// CHECK-NEXT:    %[[TRIPS:.*]] = arith.constant 256 : index
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK:         call @scale_rows_parallel_0__launch(%[[ZERO]], %[[TRIPS]], %[[X]], %[[Y]])
+// CHECK:       func.func private @scale_rows_parallel_0(%[[BEGIN:.*]]: index, %[[END:.*]]: index, %[[IN:.*]]: memref<256x512xf32>, %[[OUT:.*]]: memref<256x512xf32>)
+// CHECK:         %[[TWO:.*]] = arith.constant 2.0
+// CHECK:         scf.for %[[I:.*]] = %[[BEGIN]] to %[[END]]
+// CHECK:           %[[ROW:.*]] = affine.apply #{{.*}}(%[[I]])
+// CHECK:           memref.alloc()
+// CHECK:           memref.subview %[[IN]][%[[ROW]], 0]
+// CHECK:           arith.mulf %{{.*}}, %[[TWO]]
+// CHECK:       func.func private @scale_rows_parallel_0__launch(index, index, memref<256x512xf32>, memref<256x512xf32>)
+// CHECK-SAME:    attributes {tessel.parallel_body = @scale_rows_parallel_0}
+func.func @scale_rows(%x: memref<256x512xf32>, %y: memref<256x512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %cst = arith.constant 2.0 : f32
+  scf.parallel (%i) = (%c0) to (%c256) step (%c1) {
+    %tmp = memref.alloc() : memref<512xf32>
+    %row = memref.subview %x[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %out = memref.subview %y[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+        ins(%row : memref<512xf32, strided<[1], offset: ?>>) outs(%tmp : memref<512xf32>) {
+    ^bb0(%in: f32, %o: f32):
+      %m = arith.mulf %in, %cst : f32
+      linalg.yield %m : f32
+    }
+    memref.copy %tmp, %out : memref<512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.dealloc %tmp : memref<512xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A dynamic trip count is computed in the caller; the loop is outlined.
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK:         %[[TRIPS:.*]] = affine.apply #{{.*}}(%{{.*}})
+// CHECK:         call @dynamic_rows_parallel_0__launch(%{{.*}}, %[[TRIPS]], %{{.*}})
+func.func @dynamic_rows(%y: memref<?x64xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %row = memref.subview %y[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%row : memref<64xf32, strided<[1], offset: ?>>)
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// 16 rows of 64 elements: too little work to pay for a launch; the loop stays.
+// CHECK-LABEL: func.func @negative_small
+// CHECK:         scf.parallel
+// CHECK-NOT:     call
+func.func @negative_small(%y: memref<16x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %row = memref.subview %y[%i, 0] [1, 64] [1, 1] : memref<16x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%row : memref<64xf32, strided<[1], offset: ?>>)
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Two-dimensional parallel loops are not outlined (tessel's tiling makes 1-D ones).
+// CHECK-LABEL: func.func @negative_two_dims
+// CHECK:         scf.parallel
+// CHECK-NOT:     call
+func.func @negative_two_dims(%y: memref<512x512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c512, %c512) step (%c1, %c1) {
+    memref.store %zero, %y[%i, %j] : memref<512x512xf32>
+    scf.reduce
+  }
+  return
+}

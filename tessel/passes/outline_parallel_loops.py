@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from torch_mlir.dialects import affine, arith, func, scf
+
+from tessel import ir
+from tessel.passes.registry import ModulePass, register
+
+# Attribute on a launcher declaration naming the function it runs on every thread;
+# being a symbol reference, it also keeps that function alive through symbol-dce.
+PARALLEL_BODY = "tessel.parallel_body"
+LAUNCHER_SUFFIX = "__launch"
+
+
+def _operation(owner) -> ir.Operation:
+    return owner.operation if isinstance(owner, ir.OpView) else owner
+
+
+def _constant_index(value: ir.Value) -> int | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block) or _operation(owner).name != "arith.constant":
+        return None
+    return ir.IntegerAttr(_operation(owner).attributes["value"]).value
+
+
+def _is_constant(value: ir.Value) -> bool:
+    owner = value.owner
+    return not isinstance(owner, ir.Block) and _operation(owner).name == "arith.constant"
+
+
+def _defining_op(value: ir.Value) -> ir.Operation:
+    """The op that defines `value`, or for a block argument the op owning the block."""
+    owner = value.owner
+    return _operation(owner.owner if isinstance(owner, ir.Block) else owner)
+
+
+@register
+@dataclass(frozen=True)
+class OutlineParallelLoopsPass(ModulePass):
+    """outline-parallel-loops: move each big one-dimensional scf.parallel loop of a
+    function into a function of its own and call it through a launcher that splits
+    the iterations across threads.
+
+    A loop `scf.parallel (%i) = (lb) to (ub) step (s)` with constant lb and s becomes
+    `func.call @F_parallel_N__launch(0, trip_count, captured...)`; `@F_parallel_N`
+    runs iterations [begin, end) of it as an scf.for, with the constants it reads
+    cloned in (LLVM sees them) and every other captured value as an argument. The
+    launcher is a declaration that `launch-with-openmp` defines after lowering to
+    LLVM. Temporaries allocated inside the loop stay inside the outlined function,
+    so each thread hoists and owns its own. Rule: loops whose trip count times the
+    largest buffer one iteration touches is under `min-elements` stay sequential
+    (an OpenMP launch costs microseconds); loops of dynamic size are outlined.
+    """
+
+    name: ClassVar[str] = "outline-parallel-loops"
+    min_elements: int = 32768
+
+    def run(self, module: ir.Operation) -> None:
+        module_body = module.regions[0].blocks[0]
+        functions = [op.operation for op in module_body.operations
+                     if op.operation.name == "func.func" and op.regions[0].blocks]
+        for function in functions:
+            name = ir.StringAttr(function.attributes["sym_name"]).value
+            loops = [op.operation for op in function.regions[0].blocks[0].operations
+                     if op.operation.name == "scf.parallel" and self.worth_threads(op.operation)]
+            for number, loop in enumerate(loops):
+                _outline(loop, f"{name}_parallel_{number}", module_body)
+
+    def worth_threads(self, loop: ir.Operation) -> bool:
+        body = loop.regions[0].blocks[0]
+        lower, upper, step = list(loop.operands)[:3]
+        if len(body.arguments) != 1 or len(loop.results) != 0:
+            return False
+        lb, ub, st = _constant_index(lower), _constant_index(upper), _constant_index(step)
+        if lb is None or st is None:
+            return False
+        if ub is None:
+            return True
+        trip_count = -(-(ub - lb) // st)
+        buffers = [ir.MemRefType(r.type) for op in ir.ops_where(loop, lambda _: True)
+                   for r in op.results if isinstance(r.type, ir.MemRefType)]
+        per_iteration = max((math.prod(t.shape) for t in buffers if t.has_static_shape),
+                            default=1)
+        return trip_count >= 2 and trip_count * per_iteration >= self.min_elements
+
+
+def _captured_values(loop: ir.Operation, nested: list[ir.Operation]) -> list[ir.Value]:
+    """Values defined outside `loop` and read inside it, in first-use order (`nested`:
+    the loop and the ops in it, collected before any rewrite: an Operation's hash
+    follows its operands)."""
+    inside = set(nested)
+    captured: list[ir.Value] = []
+    for op in nested:
+        for value in op.operands:
+            if op != loop and _defining_op(value) not in inside and value not in captured:
+                captured.append(value)
+    return captured
+
+
+def _outline(loop: ir.Operation, name: str, module_body: ir.Block) -> None:
+    lower_bound, upper_bound, step = list(loop.operands)[:3]
+    lb, st = _constant_index(lower_bound), _constant_index(step)
+    nested = ir.ops_where(loop, lambda _: True)
+    captured = _captured_values(loop, nested)
+    arguments = [v for v in captured if not _is_constant(v)]
+    with loop.context, loop.location:
+        index = ir.IndexType.get()
+        function_type = ir.FunctionType.get([index, index] + [v.type for v in arguments], [])
+        with ir.InsertionPoint(module_body):
+            outlined = func.FuncOp(name, function_type, visibility="private")
+            launcher = func.FuncOp(name + LAUNCHER_SUFFIX, function_type, visibility="private")
+        launcher.operation.attributes[PARALLEL_BODY] = ir.FlatSymbolRefAttr.get(name)
+        entry = outlined.add_entry_block()
+        replacements = dict(zip(arguments, list(entry.arguments)[2:]))
+        with ir.InsertionPoint(entry):
+            for value in captured:
+                if _is_constant(value):
+                    replacements[value] = _defining_op(value).clone().result
+            one = arith.ConstantOp(index, 1)
+            iterations = scf.ForOp(entry.arguments[0], entry.arguments[1], one)
+            with ir.InsertionPoint(iterations.body):
+                to_index = ir.AffineMap.get(1, 0, [ir.AffineExpr.get_add(
+                    ir.AffineExpr.get_mul(ir.AffineDimExpr.get(0),
+                                          ir.AffineConstantExpr.get(st)),
+                    ir.AffineConstantExpr.get(lb))])
+                induction = affine.apply(to_index, [iterations.induction_variable])
+                terminator = scf.YieldOp([])
+            func.ReturnOp([])
+        for op in nested:
+            if op == loop:
+                continue  # its bounds stay in the caller
+            for number, value in enumerate(op.operands):
+                if value in replacements:
+                    op.operands[number] = replacements[value]
+        body = loop.regions[0].blocks[0]
+        body.arguments[0].replace_all_uses_with(induction)
+        for op in list(body.operations)[:-1]:  # all but the scf.reduce terminator
+            op.move_before(terminator)
+        with ir.InsertionPoint(loop):
+            ub = _constant_index(upper_bound)
+            if ub is not None:
+                trip_count = arith.ConstantOp(index, -(-(ub - lb) // st)).result
+            else:
+                to_trip_count = ir.AffineMap.get(1, 0, [ir.AffineExpr.get_ceil_div(
+                    ir.AffineExpr.get_add(ir.AffineDimExpr.get(0),
+                                          ir.AffineConstantExpr.get(-lb)),
+                    ir.AffineConstantExpr.get(st))])
+                trip_count = affine.apply(to_trip_count, [upper_bound])
+            zero = arith.ConstantOp(index, 0)
+            func.CallOp(launcher, [zero, trip_count] + arguments)
+        loop.erase()
