@@ -14,6 +14,12 @@ eager's. A backend that raises
 is recorded in the status column and the run goes on; an mlir run that fell
 back to eager (tessel.stats()) is flagged "fallback" rather than timed.
 
+First calls are cold for both compilers: Inductor gets an empty cache directory
+(TORCHINDUCTOR_CACHE_DIR) unless --warm-inductor-cache is given, and tessel has no
+cache across processes. On a shared machine, run it as `chrt -f 10 python -m
+benchmarks.run` (root): two OpenMP threads on two cores stall by a whole scheduler
+slice whenever another process runs, which distorts every multi-threaded backend.
+
 The markdown table is printed and written to --output, with the same data as
 JSON next to it (same name, .json suffix). See benchmarks/README.md.
 """
@@ -30,6 +36,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -326,6 +333,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=None,
                         help="markdown file (default: benchmarks/results/<device>.md); "
                              "JSON goes next to it")
+    parser.add_argument("--warm-inductor-cache", action="store_true",
+                        help="keep Inductor's on-disk caches (default: a fresh, empty one, "
+                             "so that its first calls compile from scratch, as tessel's do)")
     args = parser.parse_args(argv)
     args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = sorted(set(args.workloads) - set(WORKLOADS))
@@ -341,7 +351,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    if not args.warm_inductor_cache:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
     env = environment(args.device, args.threads, args.repeats)
+    env["first calls"] = ("Inductor with a warm on-disk cache" if args.warm_inductor_cache
+                          else "cold: Inductor with an empty cache directory, tessel uncached")
+    env["scheduling"] = ("SCHED_FIFO (chrt)" if os.sched_getscheduler(0) == os.SCHED_FIFO
+                         else "default (SCHED_OTHER)")
     load_at_start = os.getloadavg()[0]
 
     results = []
