@@ -86,5 +86,24 @@ def parse_options(mode: str | None = None, options: dict[str, Any] | None = None
             choices = ", ".join(repr(c) for c in meta["choices"])
             raise OptionError(f"tessel: option {name!r} got {value!r}; valid values are: {choices}")
     if options.get("dump_dir") is not None:
-        options["dump_dir"] = os.fspath(options["dump_dir"])
+        options["dump_dir"] = _dump_directory(os.fspath(options["dump_dir"]))
     return Options(mode=mode or "default", **options)
+
+
+def _dump_directory(path: str) -> str:
+    """`path`, created if missing. A dump_dir that cannot hold files is an error before
+    anything compiles: the user asked for the dumps, and a run without them would
+    leave nothing to debug with."""
+    if not path:
+        raise OptionError("tessel: option 'dump_dir' is an empty path; "
+                          "give a directory, or None for no dumps")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise OptionError(f"tessel: option 'dump_dir' {path!r} is a file, not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise OptionError(
+            f"tessel: option 'dump_dir' {path!r} cannot be created: {error.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise OptionError(f"tessel: option 'dump_dir' {path!r} is not writable")
+    return path

@@ -9,6 +9,7 @@ arguments, so one compiled graph serves every size Dynamo's guards admit.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import torch
@@ -120,11 +121,105 @@ def _bind_symbols(inputs, values) -> list[tuple[str, str]]:
     return list(bindings.items())
 
 
+def _view_chain(out) -> tuple[object, list[torch.fx.Node]]:
+    """(root, views): `out` is the view ops `views` applied, in order, to `root`, a node
+    that is not such a view (or `out` itself when it is no view)."""
+    views = []
+    while (isinstance(out, torch.fx.Node) and out.op == "call_function"
+           and isinstance(out.target, torch._ops.OpOverload) and out.target.is_view
+           and [str(r.type) for r in out.target._schema.returns] == ["Tensor"]):
+        views.append(out)
+        out = out.args[0]
+    return out, views[::-1]
+
+
+def _host_can_view(root) -> bool:
+    """Whether the host may take eager's views of `root`'s kernel result: it must be an
+    op-made tensor laid out as in eager (views index into its storage)."""
+    value = root.meta.get("val") if isinstance(root, torch.fx.Node) else None
+    return (root.op == "call_function" and isinstance(value, torch.Tensor)
+            and (value.is_contiguous() or _dense(value.shape, value.stride())))
+
+
+def _host_literal(value, bound: set[str]) -> str | None:
+    """A view op argument as Python source (None if it has none); sizes computed in the
+    graph become expressions over the bound symbols."""
+    if isinstance(value, torch.fx.Node):
+        value = value.meta.get("val")
+    if isinstance(value, (list, tuple)):
+        items = [_host_literal(v, bound) for v in value]
+        return None if None in items else "[" + ", ".join(items) + "]"
+    if isinstance(value, torch.SymInt):
+        missing = {str(s) for s in value.node.expr.free_symbols} - bound
+        return None if missing else PythonPrinter().doprint(value.node.expr)
+    if value is None or isinstance(value, (bool, int, torch.dtype)):
+        return repr(value)
+    return None
+
+
+def _host_view(views: list[torch.fx.Node], bound: set[str]) -> str | None:
+    """Python source applying `views` to the tensor `{}` stands for, e.g.
+    `torch.ops.aten.slice.Tensor({}, 0, 1, 9223372036854775807)`; None if an argument
+    has no host expression."""
+    expr = "{}"
+    for view in views:
+        args = [_host_literal(a, bound) for a in view.args[1:]]
+        kwargs = {k: _host_literal(v, bound) for k, v in view.kwargs.items()}
+        if None in args or None in kwargs.values():
+            return None
+        args += [f"{k}={v}" for k, v in kwargs.items()]
+        expr = f"torch.ops.{view.target}({', '.join([expr, *args])})"
+    return expr
+
+
+_INTEGER_DIVISIONS = (torch.ops.aten.div, torch.ops.aten.floor_divide, torch.ops.aten.remainder,
+                      torch.ops.aten.fmod)
+
+
+def _check_integer_division(node: torch.fx.Node) -> None:
+    """Integer division by a value that may be 0 runs eagerly: the compiled `sdiv`/`srem`
+    traps (SIGFPE kills the process) or gives garbage where eager raises ZeroDivisionError.
+    Division by a nonzero constant is safe, and is what models do."""
+    target = node.target
+    value = node.meta.get("val")
+    if (getattr(target, "overloadpacket", None) not in _INTEGER_DIVISIONS
+            or not isinstance(value, torch.Tensor) or value.dtype.is_floating_point):
+        return
+    divisor = node.args[1] if len(node.args) > 1 else node.kwargs.get("other")
+    if isinstance(divisor, (int, float)) and not isinstance(divisor, bool) and divisor != 0:
+        return
+    raise UnsupportedGraph(
+        f"integer {target.overloadpacket.__name__} by a divisor that may be 0: compiled code "
+        "would trap where eager raises ZeroDivisionError", str(target))
+
+
+# Compiled code allocates every intermediate tensor, expand's views included (eager's
+# cost nothing), and does not check its allocations: one larger than the machine's
+# memory would dereference NULL and crash the process.
+_PHYSICAL_MEMORY = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _check_size(node: torch.fx.Node) -> None:
+    value = node.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(value.numel(), int):
+        return
+    size = value.numel() * value.element_size()
+    if size > _PHYSICAL_MEMORY:
+        # No op to split around: the pieces would receive the view and copy it whole.
+        raise UnsupportedGraph(
+            f"{node.target} makes a {size / 2**30:.1f} GiB tensor, more than this machine's "
+            f"{_PHYSICAL_MEMORY / 2**30:.1f} GiB of memory; compiled code would materialize it")
+
+
 def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, GraphSignature]:
     """The graph to import (op-made tensor outputs only) and the host-side signature."""
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target in UNSOUND_LOWERINGS:
+        if node.op != "call_function":
+            continue
+        if node.target in UNSOUND_LOWERINGS:
             raise UnsupportedGraph(UNSOUND_LOWERINGS[node.target], str(node.target))
+        _check_integer_division(node)
+        _check_size(node)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     values = [n.meta.get("val") for n in placeholders]
     inputs = [_check_input(n, v) for n, v in zip(placeholders, values)]
@@ -139,38 +234,45 @@ def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, Graph
 
     kernel_outputs: list[torch.fx.Node] = []
     results: list[TensorResult] = []
+
+    def kernel_result(node: torch.fx.Node, what: str) -> str:
+        """The host name of `node` computed by the kernel (one result per node)."""
+        if node in kernel_outputs:
+            return f"out{kernel_outputs.index(node)}"
+        value = node.meta.get("val")
+        if not isinstance(value, torch.Tensor):
+            raise UnsupportedGraph(f"{what} is not a tensor", node.name)
+        if value.dtype not in SUPPORTED_DTYPES:
+            raise UnsupportedGraph(f"output {node.name} has dtype {value.dtype}", str(node.target))
+        shape = tuple(_printer_expr(s, bound, what) for s in value.shape)
+        stride = None
+        # Restride dense permuted layouts like eager's; overlapping ones (stride 0
+        # from expand) cannot be allocated, and their values are the same anyway.
+        if not value.is_contiguous() and value.numel() > 1 and _dense(value.shape, value.stride()):
+            stride = tuple(_printer_expr(s, bound, what) for s in value.stride())
+        kernel_outputs.append(node)
+        results.append(TensorResult(value.dtype, shape, stride))
+        return f"out{len(kernel_outputs) - 1}"
+
     returns: list[str] = []
     for position, out in enumerate(fx_outputs):
-        # An alias output shares its source's storage in eager too: return the same tensor.
-        while isinstance(out, torch.fx.Node) and out.target is torch.ops.aten.alias.default:
-            out = out.args[0]
+        what = f"output {position} ({getattr(out, 'name', out)})"
+        root, views = _view_chain(out)
         if out is None:
             returns.append("None")
         elif not isinstance(out, torch.fx.Node):
             returns.append(repr(out))
-        elif out.op == "placeholder":
-            returns.append(out.name)
+        elif root.op == "placeholder" and all(v.target is torch.ops.aten.alias.default for v in views):
+            # An alias shares its input's storage in eager too: return the same tensor.
+            returns.append(root.name)
         elif isinstance(out.meta.get("val"), (torch.SymInt, torch.SymFloat, int, float)):
-            returns.append(_printer_expr(out.meta["val"], bound, f"output {position}"))
-        elif out in kernel_outputs:
-            returns.append(f"out{kernel_outputs.index(out)}")
+            returns.append(_printer_expr(out.meta["val"], bound, what))
+        elif views and _host_can_view(root) and (view := _host_view(views, bound)):
+            # Eager's view shares its base's storage (writing one output changes the
+            # other); in inference graphs aot_autograd leaves that to the compiler.
+            returns.append(view.format(kernel_result(root, what)))
         else:
-            value = out.meta.get("val")
-            if not isinstance(value, torch.Tensor):
-                raise UnsupportedGraph(f"output {position} ({out.name}) is not a tensor", out.name)
-            if value.dtype not in SUPPORTED_DTYPES:
-                raise UnsupportedGraph(f"output {out.name} has dtype {value.dtype}", str(out.target))
-            what = f"output {position} ({out.name})"
-            shape = tuple(_printer_expr(s, bound, what) for s in value.shape)
-            stride = None
-            # Restride dense permuted layouts like eager's; overlapping ones (stride 0
-            # from expand) cannot be allocated, and their values are the same anyway.
-            if (not value.is_contiguous() and value.numel() > 1
-                    and _dense(value.shape, value.stride())):
-                stride = tuple(_printer_expr(s, bound, what) for s in value.stride())
-            returns.append(f"out{len(kernel_outputs)}")
-            kernel_outputs.append(out)
-            results.append(TensorResult(value.dtype, shape, stride))
+            returns.append(kernel_result(out, what))
 
     import_graph.output(tuple(value_map[n] for n in kernel_outputs))
     import_graph.eliminate_dead_code()
