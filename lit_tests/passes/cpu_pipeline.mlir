@@ -18,7 +18,7 @@
 // BUF:        func.func private @tanh_then_add_parallel_0
 // BUF:          scf.for
 // BUF:            linalg.generic {{.*}} ins(%{{.*}} : memref<?xf32, strided<[1], offset: ?>>)
-// CHECK:       llvm.func @tanh_then_add_parallel_0__launch
+// CHECK:       llvm.func internal @tanh_then_add_parallel_0__launch(
 // CHECK:         llvm.call @GOMP_parallel
 // CHECK-LABEL: llvm.func @tanh_then_add(
 // CHECK-LABEL: llvm.func @_mlir_ciface_tanh_then_add
@@ -50,7 +50,7 @@ func.func @tanh_then_add(%a: tensor<?xf32>) -> tensor<?xf32> attributes {llvm.em
 // FUSE-LABEL: func.func @negative_reduction_then_scale
 // FUSE:         linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // FUSE:         linalg.generic {{.*}}iterator_types = ["parallel"]
-// CHECK-LABEL: llvm.func @negative_reduction_then_scale
+// CHECK-LABEL: llvm.func internal @negative_reduction_then_scale
 func.func @negative_reduction_then_scale(%a: tensor<4x8xf32>) -> tensor<4xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4xf32>

@@ -80,7 +80,8 @@ register_pipeline(
     "convert-cf-to-llvm,"
     "convert-complex-to-llvm,"
     "reconcile-unrealized-casts,"
-    "launch-with-openmp)",
+    "launch-with-openmp,"
+    "internalize-functions)",
     "memref loops -> LLVM dialect, ready for the ExecutionEngine",
 )
 

@@ -28,6 +28,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
     "tessel.passes.inline_kernels",
+    "tessel.passes.internalize_functions",
     "tessel.passes.launch_with_openmp",
     "tessel.passes.library_calls",
     "tessel.passes.outline_contractions",
