@@ -2,7 +2,9 @@
 
 torch-mlir's own table is the base: it lowers more of PyTorch's OpInfo ops than
 torch's core-ATen table (463 vs 455 of 672). On top of it, tessel decomposes ops
-that torch-mlir cannot lower but whose parts it can.
+that torch-mlir cannot lower but whose parts it can (lowerable_decompositions.py,
+special_functions.py),
+and ops whose default lowering is slow on the CPU (below).
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import math
 import torch
 import torch.nn.functional as F
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+from tessel.frontend.lowerable_decompositions import lowerable_decompositions
+from tessel.frontend.special_functions import special_decompositions
 
 aten = torch.ops.aten
 
@@ -99,6 +104,8 @@ def var_mean_correction(x, dim=None, *, correction=None, keepdim=False):
 @functools.cache
 def decomposition_table() -> dict:
     table = dict(get_decomposition_table())
+    table.update(lowerable_decompositions())
+    table.update(special_decompositions())
     table[torch.ops.prims.fma.default] = fma
     table[aten._transformer_encoder_layer_fwd.default] = transformer_encoder_layer_fwd
     table[aten.var_mean.correction] = var_mean_correction

@@ -16,8 +16,10 @@ import torch
 import torch.fx
 from torch.utils._sympy.printers import PythonPrinter
 
+# uint8 is left out: torch-mlir lowers it as signed i8 in places (abs, widening in
+# sum), which gives wrong answers above 127. Complex dtypes have no linalg lowering.
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
-                    torch.int32, torch.int64, torch.bool)
+                    torch.int8, torch.int16, torch.int32, torch.int64, torch.bool)
 
 
 # Ops that torch-mlir lowers to code that computes something else than eager: they

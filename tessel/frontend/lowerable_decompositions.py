@@ -1,0 +1,208 @@
+"""Rewrites of ops torch-mlir cannot lower (for all or some inputs) into ops it can.
+
+Each one computes what eager computes (same formula, same precision or higher) and
+was checked against eager by the OpInfo sweep (tests/opinfo/sweep.py). A rewrite that
+only covers some inputs returns NotImplemented for the rest, which keeps the op as is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch._decomp import get_decompositions
+from torch._prims_common import make_contiguous_strides_for
+
+aten = torch.ops.aten
+
+# PyTorch's own decompositions into ops torch-mlir lowers: copies of views (torch-mlir
+# lowers the views, not the `_copy` ops), scatters into views, and ops it has no
+# lowering for at all.
+TORCH_DECOMPOSED = [
+    aten.view_copy, aten.permute_copy, aten.unbind_copy, aten.as_strided_copy,
+    aten.narrow_copy,
+    aten.addmv, aten.dist,
+]
+
+
+def _reduction_of_scalar(x, dim=None, keepdim=False):
+    """amax/amin of a 0-d tensor (torch-mlir's lowering needs a dimension to reduce)."""
+    if x.dim() != 0:
+        return NotImplemented
+    return aten.clone(x)
+
+
+def _index_reduction_of_scalar(x, dim=None, keepdim=False):
+    """argmax/argmin of a 0-d tensor: index 0."""
+    if x.dim() != 0:
+        return NotImplemented
+    return torch.zeros_like(x, dtype=torch.int64)
+
+
+def _truth_of_scalar(x, dim=None, keepdim=False):
+    """all/any of a 0-d tensor: whether its one value is nonzero."""
+    if x.dim() != 0 or x.dtype == torch.uint8:  # uint8 input gives a uint8 result
+        return NotImplemented
+    return x != 0
+
+
+def fmax(a, b):
+    """The larger of a and b, ignoring a NaN unless both are NaN (as eager's fmax)."""
+    return torch.where(torch.isnan(b), a, torch.where(torch.isnan(a), b, torch.maximum(a, b)))
+
+
+def fmin(a, b):
+    return torch.where(torch.isnan(b), a, torch.where(torch.isnan(a), b, torch.minimum(a, b)))
+
+
+def hypot(a, b):
+    """sqrt(a^2 + b^2) in float64, so that squaring neither overflows nor underflows
+    where eager's std::hypot does not."""
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    if dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return NotImplemented
+    a, b = a.to(torch.float64), b.to(torch.float64)
+    return torch.sqrt(a * a + b * b).to(dtype)
+
+
+def angle(x):
+    """angle of a real tensor: pi for negative values, 0 otherwise, NaN for NaN."""
+    if x.is_complex() or not x.is_floating_point():
+        return NotImplemented
+    phase = torch.where(x < 0, torch.pi, 0.0).to(x.dtype)
+    return torch.where(torch.isnan(x), x, phase)
+
+
+def cumprod(x, dim, dtype=None):
+    """cumprod with a dtype argument (torch-mlir lowers it only without one)."""
+    if dtype is None:
+        return NotImplemented
+    return aten.cumprod(x.to(dtype), dim)
+
+
+def scatter_reduce_into(x, dim, index, src, reduce):
+    """scatter(..., reduce="add"|"multiply") as scatter_reduce, which keeps x's values."""
+    return aten.scatter_reduce.two(x, dim, index, src, {"add": "sum", "multiply": "prod"}[reduce],
+                                   include_self=True)
+
+
+def scatter_value_reduce_into(x, dim, index, value, reduce):
+    src = torch.full(index.shape, value, dtype=x.dtype, device=x.device)
+    return scatter_reduce_into(x, dim, index, src, reduce)
+
+
+def cdist(x1, x2, p, compute_mode):
+    """_cdist_forward the way eager computes it: p=2 through a matmul of padded
+    operands when eager does (compute_mode None/0 with more than 25 rows, or 1),
+    every other case from the pairwise differences."""
+    rows = max(x1.shape[-2], x2.shape[-2])
+    by_matmul = p == 2.0 and (compute_mode == 1 or (compute_mode in (None, 0) and rows > 25))
+    if by_matmul:
+        x1_norm = x1.pow(2).sum(-1, keepdim=True)
+        x2_norm = x2.pow(2).sum(-1, keepdim=True)
+        x1_padded = torch.cat([x1 * -2, x1_norm, torch.ones_like(x1_norm)], -1)
+        x2_padded = torch.cat([x2, torch.ones_like(x2_norm), x2_norm], -1)
+        return torch.matmul(x1_padded, x2_padded.mT).clamp_min(0).sqrt()
+    diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return (diff != 0).to(x1.dtype).sum(-1)
+    if p == 1:
+        return diff.sum(-1)
+    if p == 2:
+        return (diff * diff).sum(-1).sqrt()
+    if p == float("inf"):
+        return diff.amax(-1)
+    return diff.pow(p).sum(-1).pow(1.0 / p)
+
+
+def diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
+    """x with a diagonal replaced by src, as an index_put (PyTorch's own decomposition
+    copies into a view, which aot_autograd rejects in a functional graph)."""
+    length = src.shape[-1]
+    rows = torch.arange(length, device=x.device) + max(-offset, 0)
+    cols = torch.arange(length, device=x.device) + max(offset, 0)
+    moved = x.movedim((dim1, dim2), (0, 1))
+    scattered = aten.index_put(moved, [rows, cols], src.movedim(-1, 0))
+    return scattered.movedim((0, 1), (dim1, dim2))
+
+
+def as_strided_scatter(x, src, size, stride, storage_offset=None):
+    """x with the strided view (size, stride, storage_offset) of its storage replaced
+    by src, as an index_put at the view's flat positions. Only where x is its own
+    contiguous storage and the view does not overlap itself (else eager's answer
+    depends on write order)."""
+    offset = storage_offset or 0
+    if not x.is_contiguous() or x.storage_offset() != 0 or not _distinct_positions(size, stride):
+        return NotImplemented
+    positions = torch.full(tuple(size), offset, dtype=torch.int64, device=x.device)
+    for dim, (extent, step) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[dim] = extent
+        positions = positions + (torch.arange(extent, device=x.device) * step).view(shape)
+    flat = aten.index_put(x.flatten(), [positions.flatten()], src.flatten())
+    return flat.view(x.shape)
+
+
+def _distinct_positions(size, stride) -> bool:
+    """Whether a strided view visits every storage position at most once."""
+    span = 1
+    for extent, step in sorted(zip(size, stride), key=lambda pair: pair[1]):
+        if extent > 1 and step < span:
+            return False
+        span = max(span, step * extent) if extent > 1 else span
+    return True
+
+
+def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    """A contiguous empty_strided as empty (torch-mlir's lowering of empty_strided fails
+    on 0-d and zero-size shapes)."""
+    if list(stride) != list(make_contiguous_strides_for(size)) and math.prod(size) != 0:
+        return NotImplemented
+    return torch.empty(size, dtype=dtype, device=device)
+
+
+def index_reduce(x, dim, index, source, reduce, include_self=True):
+    """index_reduce as scatter_reduce with the index broadcast along `source`: both
+    keep rows that no index names, and both count x's row in "mean" when included."""
+    if x.dim() == 0:
+        return index_reduce(x.unsqueeze(0), 0, index, source.reshape(1), reduce,
+                            include_self).squeeze(0)
+    shape = [1] * source.dim()
+    shape[dim] = -1
+    expanded = index.view(shape).expand(source.shape)
+    return aten.scatter_reduce.two(x, dim, expanded, source, reduce, include_self=include_self)
+
+
+def put(x, index, source, accumulate=False):
+    """put (flat, negative indices from the end) as an index_put on the flattened x."""
+    flat_index = index.flatten()
+    flat_index = torch.where(flat_index < 0, flat_index + x.numel(), flat_index)
+    flat = aten.index_put(x.flatten(), [flat_index], source.flatten(), accumulate)
+    return flat.view(x.shape)
+
+
+def lowerable_decompositions() -> dict:
+    """op overload -> decomposition, for the table aot_autograd applies."""
+    table = get_decompositions(TORCH_DECOMPOSED)
+    table.update({
+        aten.amax.default: _reduction_of_scalar,
+        aten.amin.default: _reduction_of_scalar,
+        aten.argmax.default: _index_reduction_of_scalar,
+        aten.argmin.default: _index_reduction_of_scalar,
+        aten.all.dim: _truth_of_scalar,
+        aten.any.dim: _truth_of_scalar,
+        aten.fmax.default: fmax,
+        aten.fmin.default: fmin,
+        aten.hypot.default: hypot,
+        aten.angle.default: angle,
+        aten.cumprod.default: cumprod,
+        aten.scatter.reduce: scatter_reduce_into,
+        aten.scatter.value_reduce: scatter_value_reduce_into,
+        aten._cdist_forward.default: cdist,
+        aten.diagonal_scatter.default: diagonal_scatter,
+        aten.as_strided_scatter.default: as_strided_scatter,
+        aten.empty_strided.default: empty_strided,
+        aten.index_reduce.default: index_reduce,
+        aten.put.default: put,
+    })
+    return table
