@@ -81,7 +81,8 @@ register_pipeline(
     "convert-complex-to-llvm,"
     "reconcile-unrealized-casts,"
     "launch-with-openmp,"
-    "internalize-functions)",
+    "internalize-functions,"
+    "prefer-vector-width)",
     "memref loops -> LLVM dialect, ready for the ExecutionEngine",
 )
 

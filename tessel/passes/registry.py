@@ -35,6 +35,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.outline_parallel_loops",
     "tessel.passes.pad_contractions",
     "tessel.passes.plan_buffers",
+    "tessel.passes.prefer_vector_width",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.reciprocal_division",
     "tessel.passes.tile_for_threads",
