@@ -11,6 +11,7 @@ masked steps that covers every input. Inputs other than float32/float16/bfloat16
 from __future__ import annotations
 
 import math
+import struct
 
 import torch
 
@@ -104,10 +105,14 @@ def _exp_as_eager(x):
     return torch.exp(x).to(torch.float32).to(torch.float64)
 
 
+def _i0_of(x):
+    return _exp_as_eager(x.abs()) * _scaled_bessel(x.abs(), _I0E_A, _I0E_B)
+
+
 @_float64_unary
 def i0(x):
     """I0(x), the modified Bessel function of the first kind, order 0 (Cephes i0)."""
-    return _exp_as_eager(x.abs()) * _scaled_bessel(x.abs(), _I0E_A, _I0E_B)
+    return _i0_of(x)
 
 
 def _i1e_of(x):
@@ -122,10 +127,241 @@ def i1e(x):
     return _i1e_of(x)
 
 
+def _i1_of(x):
+    return _exp_as_eager(x.abs()) * _i1e_of(x)
+
+
 @_float64_unary
 def i1(x):
     """I1(x), the modified Bessel function of the first kind, order 1 (Cephes i1)."""
-    return _exp_as_eager(x.abs()) * _i1e_of(x)
+    return _i1_of(x)
+
+
+# Chebyshev coefficients of K0 and K1 (Cephes k0, k1): on [0, 2] in x^2 - 2 (with the
+# I0/I1 log terms added), on (2, inf) of exp(x) sqrt(x) K(x) in 8/x - 2.
+_K0_A = (
+    1.37446543561352307156e-16, 4.25981614279661018399e-14, 1.03496952576338420167e-11,
+    1.90451637722020886025e-09, 2.53479107902614945675e-07, 2.28621210311945178607e-05,
+    1.26461541144692592338e-03, 3.59799365153615016266e-02, 3.44289899924628486886e-01,
+    -5.35327393233902768720e-01)
+_K0_B = (
+    5.30043377268626276149e-18, -1.64758043015242134646e-17, 5.21039150503902756861e-17,
+    -1.67823109680541210385e-16, 5.51205597852431940784e-16, -1.84859337734377901440e-15,
+    6.34007647740507060557e-15, -2.22751332699166985548e-14, 8.03289077536357521100e-14,
+    -2.98009692317273043925e-13, 1.14034058820847496303e-12, -4.51459788337394416547e-12,
+    1.85594911495471785253e-11, -7.95748924447710747776e-11, 3.57739728140030116597e-10,
+    -1.69753450938905987466e-09, 8.57403401741422608519e-09, -4.66048989768794782956e-08,
+    2.76681363944501510342e-07, -1.83175552271911948767e-06, 1.39498137188764993662e-05,
+    -1.28495495816278026384e-04, 1.56988388573005337491e-03, -3.14481013119645005427e-02,
+    2.44030308206595545468e+00)
+_K1_A = (
+    -7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13,
+    -1.41148839263352776110e-10, -2.21338763073472585583e-08, -2.43340614156596823496e-06,
+    -1.73028895751305206302e-04, -6.97572385963986435018e-03, -1.22611180822657148235e-01,
+    -3.53155960776544875667e-01, 1.52530022733894777053e+00)
+_K1_B = (
+    -5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.68946255844285935196e-17,
+    1.83809354436663880070e-16, -6.05704724837331885336e-16, 2.03870316562433424052e-15,
+    -7.01983709041831346144e-15, 2.47715442448130437068e-14, -8.97670518232499435011e-14,
+    3.34841966607842919884e-13, -1.28917396095102890680e-12, 5.13963967348173025100e-12,
+    -2.12996783842756842877e-11, 9.21831518760500529508e-11, -4.19035475934189648750e-10,
+    2.01504975519703286596e-09, -1.03457624656780970260e-08, 5.74108412545004946722e-08,
+    -3.50196060308781257119e-07, 2.40648494783721712015e-06, -1.93619797416608296024e-05,
+    1.95215518471351631108e-04, -2.85781685962277938680e-03, 1.03923736576817238437e-01,
+    2.72062619048444266945e+00)
+
+
+def _scaled_k(x, order):
+    """exp(x) K_order(x) for x >= 0: inf at 0, NaN below (as eager)."""
+    small = x <= 2.0
+    near_x = torch.where(small, x, 1.0)  # keeps the unused branch finite
+    far_x = torch.where(small, 4.0, x)
+    if order == 0:
+        near = _chbevl(near_x * near_x - 2.0, _K0_A) - torch.log(0.5 * near_x) * _i0_of(near_x)
+    else:
+        near = torch.log(0.5 * near_x) * _i1_of(near_x) + _chbevl(near_x * near_x - 2.0, _K1_A) / near_x
+    far = _chbevl(8.0 / far_x - 2.0, _K0_B if order == 0 else _K1_B) / torch.sqrt(far_x)
+    result = torch.where(small, near * torch.exp(near_x), far)
+    result = torch.where(x == 0, math.inf, result)
+    return torch.where(x < 0, math.nan, result)
+
+
+@_float64_unary
+def modified_bessel_k0(x):
+    """K0(x), the modified Bessel function of the second kind, order 0 (Cephes k0)."""
+    return _scaled_k(x, 0) * torch.exp(-x)
+
+
+@_float64_unary
+def modified_bessel_k1(x):
+    """K1(x), the modified Bessel function of the second kind, order 1 (Cephes k1)."""
+    return _scaled_k(x, 1) * torch.exp(-x)
+
+
+@_float64_unary
+def scaled_modified_bessel_k0(x):
+    """exp(x) K0(x)."""
+    return _scaled_k(x, 0)
+
+
+@_float64_unary
+def scaled_modified_bessel_k1(x):
+    """exp(x) K1(x)."""
+    return _scaled_k(x, 1)
+
+
+@_float64_unary
+def spherical_bessel_j0(x):
+    """sin(x) / x, from its Taylor series near 0 (as eager), 0 at +-inf."""
+    square = x * x
+    series = torch.zeros_like(x)
+    for n in range(6, -1, -1):
+        series = series * square + (-1) ** n / math.factorial(2 * n + 1)
+    result = torch.where(x.abs() < 0.5, series, torch.sin(x) / x)
+    return torch.where(torch.isinf(x), 0.0, result)
+
+
+# Bessel functions of the first and second kind (Cephes j0, j1, y0, y1): rational
+# approximations in x^2 up to 5, Hankel asymptotics in (5/x)^2 beyond (tables shared
+# by J and Y of one order).
+_J0_PP = (
+    0.0007969367292973471, 0.08283523921074408, 1.239533716464143, 5.447250030587687,
+    8.74716500199817, 5.303240382353949, 1.0)
+_J0_PQ = (
+    0.0009244088105588637, 0.08562884743544745, 1.2535274390105895, 5.470977403304171,
+    8.761908832370695, 5.306052882353947, 1.0)
+_J0_QP = (
+    -0.011366383889846916, -1.2825271867050931, -19.553954425773597, -93.20601521237683,
+    -177.68116798048806, -147.07750515495118, -51.41053267665993, -6.050143506007285)
+_J0_QQ = (
+    64.3178256118178, 856.4300259769806, 3882.4018360540163, 7240.467741956525,
+    5930.727011873169, 2062.0933166032783, 242.0057402402914)
+_J0_RP = (
+    -4794432209.782018, 1956174919465.5657, -249248344360967.72, 9708622510473064.0)
+_J0_RQ = (
+    499.563147152651, 173785.4016763747, 48440965.83399621, 11185553704.535683,
+    2112775201154.892, 310518229857422.56, 3.1812195594320496e+16, 1.7108629408104315e+18)
+_Y0_YP = (
+    15592.436785523574, -14663929.59039716, 5435264770.518765, -982136065717.9115,
+    87590639439536.7, -3466283033847297.0, 4.4273326857256984e+16, -1.8495080043698668e+16)
+_Y0_YQ = (
+    1041.2835366425984, 626107.330137135, 268919633.39381415, 86400248710.3935,
+    20297961275010.555, 3171577528429750.5, 2.5059625617265306e+17)
+_J1_PP = (
+    0.0007621256162081731, 0.07313970569409176, 1.1271960812968493, 5.112079511468076,
+    8.424045901417724, 5.214515986823615, 1.0)
+_J1_PQ = (
+    0.0005713231280725487, 0.06884559087544954, 1.105142326340617, 5.073863861286015,
+    8.399855543276042, 5.209828486823619, 1.0)
+_J1_QP = (
+    0.05108625947501766, 4.982138729512334, 75.82382841325453, 366.7796093601508,
+    710.8563049989261, 597.4896124006136, 211.68875710057213, 25.207020585802372)
+_J1_QQ = (
+    74.23732770356752, 1056.4488603826283, 4986.410583376536, 9562.318924047562,
+    7997.041604473507, 2826.1927851763908, 336.0936078106983)
+_J1_RP = (
+    -899971225.7055594, 452228297998.19403, -72749424522181.83, 3682957328638529.0)
+_J1_RQ = (
+    620.8364781180543, 256987.25675774884, 83514679.14319493, 22151159547.97925,
+    4749141220799.914, 784369607876235.9, 8.952223361846274e+16, 5.322786203326801e+18)
+_Y1_YP = (
+    1263204747.9017804, -647355876379.1603, 114509511541823.73, -8127702555013251.0,
+    2.024394757135949e+17, -7.788771962659501e+17)
+_Y1_YQ = (
+    594.3015923461282, 235564.09294306856, 73481194.44597217, 18760131610.870617,
+    3882312774962.3857, 620557727146953.8, 6.871410873553005e+16, 3.9727060811656064e+18)
+
+
+def _as_float32(value: float) -> float:
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def _polevl(z, coefficients):
+    """Horner's rule, highest power first (Cephes polevl)."""
+    result = torch.zeros_like(z)
+    for c in coefficients:
+        result = result * z + c
+    return result
+
+
+def _hankel(x, order):
+    """The asymptotic forms for x > 5: (J, Y) of the given order, both evaluated."""
+    pp, pq, qp, qq = (_J0_PP, _J0_PQ, _J0_QP, _J0_QQ) if order == 0 else (
+        _J1_PP, _J1_PQ, _J1_QP, _J1_QQ)
+    z = 25.0 / (x * x)
+    p = _polevl(z, pp) / _polevl(z, pq)
+    q = 5.0 / x * (_polevl(z, qp) / _polevl(z, qq))
+    # The phase rounded to float32 as eager computes it: for large x that rounding
+    # decides the answer's sign and size.
+    shift = _as_float32(math.pi / 4 if order == 0 else 3 * math.pi / 4)
+    phase = (x.to(torch.float32) - shift).to(torch.float64)
+    scale = math.sqrt(2 / math.pi) / torch.sqrt(x)
+    return ((p * torch.cos(phase) - q * torch.sin(phase)) * scale,
+            (p * torch.sin(phase) + q * torch.cos(phase)) * scale)
+
+
+def _j0_of(x):
+    ax = x.abs()
+    small = ax <= 5.0
+    near_x = torch.where(small, ax, 1.0)
+    far_x = torch.where(small, 6.0, ax)
+    square = near_x * near_x
+    near = ((square - 5.78318596294678452118e+00) * (square - 3.04712623436620863991e+01)
+            * _polevl(square, _J0_RP) / _polevl(square, _J0_RQ))
+    return torch.where(small, near, _hankel(far_x, 0)[0])
+
+
+def _j1_of(x):
+    ax = x.abs()
+    small = ax <= 5.0
+    near_x = torch.where(small, ax, 1.0)
+    far_x = torch.where(small, 6.0, ax)
+    square = near_x * near_x
+    near = (_polevl(square, _J1_RP) / _polevl(square, _J1_RQ) * near_x
+            * (square - 1.46819706421238932572e+01) * (square - 4.92184563216946036703e+01))
+    return torch.sign(x) * torch.where(small, near, _hankel(far_x, 1)[0])
+
+
+@_float64_unary
+def bessel_j0(x):
+    """J0(x) (Cephes j0)."""
+    return _j0_of(x)
+
+
+@_float64_unary
+def bessel_j1(x):
+    """J1(x) (Cephes j1), odd in x."""
+    return _j1_of(x)
+
+
+def _y_domain(x, value):
+    """Y0 and Y1 are -inf at 0 and NaN for x < 0, as eager."""
+    value = torch.where(x == 0, -math.inf, value)
+    return torch.where(x < 0, math.nan, value)
+
+
+@_float64_unary
+def bessel_y0(x):
+    """Y0(x) (Cephes y0)."""
+    small = x <= 5.0
+    near_x = torch.where(small & (x > 0), x, 1.0)
+    far_x = torch.where(small, 6.0, x)
+    square = near_x * near_x
+    near = (_polevl(square, _Y0_YP) / _polevl(square, _Y0_YQ)
+            + 2 / math.pi * torch.log(near_x) * _j0_of(near_x))
+    return _y_domain(x, torch.where(small, near, _hankel(far_x, 0)[1]))
+
+
+@_float64_unary
+def bessel_y1(x):
+    """Y1(x) (Cephes y1)."""
+    small = x <= 5.0
+    near_x = torch.where(small & (x > 0), x, 1.0)
+    far_x = torch.where(small, 6.0, x)
+    square = near_x * near_x
+    near = (near_x * (_polevl(square, _Y1_YP) / _polevl(square, _Y1_YQ))
+            + 2 / math.pi * (_j1_of(near_x) * torch.log(near_x) - 1.0 / near_x))
+    return _y_domain(x, torch.where(small, near, _hankel(far_x, 1)[1]))
 
 
 # Asymptotic series of digamma in 1/x^2 (Cephes psi), highest power first.
@@ -255,6 +491,15 @@ def special_decompositions() -> dict:
         aten.special_i1e.default: i1e,
         aten.special_modified_bessel_i0.default: i0,
         aten.special_modified_bessel_i1.default: i1,
+        aten.special_modified_bessel_k0.default: modified_bessel_k0,
+        aten.special_modified_bessel_k1.default: modified_bessel_k1,
+        aten.special_scaled_modified_bessel_k0.default: scaled_modified_bessel_k0,
+        aten.special_scaled_modified_bessel_k1.default: scaled_modified_bessel_k1,
+        aten.special_spherical_bessel_j0.default: spherical_bessel_j0,
+        aten.special_bessel_j0.default: bessel_j0,
+        aten.special_bessel_j1.default: bessel_j1,
+        aten.special_bessel_y0.default: bessel_y0,
+        aten.special_bessel_y1.default: bessel_y1,
         aten.digamma.default: digamma,
         aten.polygamma.default: polygamma,
         aten.lgamma.default: lgamma,
