@@ -181,6 +181,62 @@ def put(x, index, source, accumulate=False):
     return flat.view(x.shape)
 
 
+# The pairwise rewrites below (cummax/cummin, searchsorted) compare every element with
+# every other along a dimension: exact, but quadratic, so only up to this many pairs.
+MAX_PAIRWISE_ELEMENTS = 1 << 22
+
+
+def _cumulative_extreme(x, dim, take_larger: bool):
+    """cummax/cummin as eager computes them: a NaN wins from where it appears, ties
+    go to the later index. Pairwise over the prefix mask (j <= i)."""
+    if x.dim() == 0:
+        return aten.clone(x), torch.zeros_like(x, dtype=torch.int64)
+    length = x.shape[dim]
+    if x.dtype == torch.bool or x.numel() * length > MAX_PAIRWISE_ELEMENTS:
+        return NotImplemented
+    moved = x.movedim(dim, -1)
+    positions = torch.arange(length, device=x.device)
+    in_prefix = positions.view(1, -1) <= positions.view(-1, 1)     # [i, j]: j <= i
+    candidates = moved.unsqueeze(-2)                               # [..., 1, j]
+    if x.is_floating_point():
+        worst = -math.inf if take_larger else math.inf
+    else:
+        info = torch.iinfo(x.dtype)
+        worst = info.min if take_larger else info.max
+    masked = torch.where(in_prefix, candidates, worst)
+    values = masked.amax(-1) if take_larger else masked.amin(-1)
+    nan_seen = (in_prefix & torch.isnan(candidates)).any(-1)
+    values = torch.where(nan_seen, math.nan, values) if x.is_floating_point() else values
+    winner = (candidates == values.unsqueeze(-1)) | (torch.isnan(candidates) & nan_seen.unsqueeze(-1))
+    indices = torch.where(in_prefix & winner, positions, -1).amax(-1)
+    return values.movedim(-1, dim), indices.movedim(-1, dim)
+
+
+def cummax(x, dim):
+    return _cumulative_extreme(x, dim, take_larger=True)
+
+
+def cummin(x, dim):
+    return _cumulative_extreme(x, dim, take_larger=False)
+
+
+def searchsorted(sorted_sequence, values, out_int32=False, right=False, side=None, sorter=None):
+    """searchsorted as a count of the sorted elements below each value (at or below for
+    right=True), which is the binary search's answer on a sorted sequence (NaNs last)."""
+    length = sorted_sequence.shape[-1]
+    if values.numel() * length > MAX_PAIRWISE_ELEMENTS:
+        return NotImplemented
+    if sorter is not None:
+        sorted_sequence = sorted_sequence.gather(-1, sorter)
+    if sorted_sequence.dim() == 1:
+        boundaries = sorted_sequence.view((1,) * values.dim() + (length,))
+    else:
+        boundaries = sorted_sequence.unsqueeze(-2)
+    probe = values.unsqueeze(-1)
+    below = boundaries <= probe if (right or side == "right") else boundaries < probe
+    return below.sum(-1, dtype=torch.int32 if out_int32 else torch.int64)
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
@@ -204,5 +260,8 @@ def lowerable_decompositions() -> dict:
         aten.empty_strided.default: empty_strided,
         aten.index_reduce.default: index_reduce,
         aten.put.default: put,
+        aten.cummax.default: cummax,
+        aten.cummin.default: cummin,
+        aten.searchsorted.Tensor: searchsorted,
     })
     return table
