@@ -103,9 +103,14 @@ def cdist(x1, x2, p, compute_mode):
         x1_padded = torch.cat([x1 * -2, x1_norm, torch.ones_like(x1_norm)], -1)
         x2_padded = torch.cat([x2, torch.ones_like(x2_norm), x2_norm], -1)
         return torch.matmul(x1_padded, x2_padded.mT).clamp_min(0).sqrt()
-    diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    return _p_norm_of_differences((x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs(), p)
+
+
+def _p_norm_of_differences(diff, p):
+    """The p-norm over the last dimension of |differences|, as eager's distance kernels
+    compute it (p = 0 counts nonzeros, p = inf takes the largest)."""
     if p == 0:
-        return (diff != 0).to(x1.dtype).sum(-1)
+        return (diff != 0).to(diff.dtype).sum(-1)
     if p == 1:
         return diff.sum(-1)
     if p == 2:
@@ -113,6 +118,12 @@ def cdist(x1, x2, p, compute_mode):
     if p == float("inf"):
         return diff.amax(-1)
     return diff.pow(p).sum(-1).pow(1.0 / p)
+
+
+def pdist(x, p=2.0):
+    """_pdist_forward: distances between rows i < j, in row-major order of (i, j)."""
+    rows, cols = torch.triu_indices(x.shape[0], x.shape[0], 1, device=x.device)
+    return _p_norm_of_differences((x[rows] - x[cols]).abs(), p)
 
 
 def diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
@@ -255,6 +266,7 @@ def lowerable_decompositions() -> dict:
         aten.scatter.reduce: scatter_reduce_into,
         aten.scatter.value_reduce: scatter_value_reduce_into,
         aten._cdist_forward.default: cdist,
+        aten._pdist_forward.default: pdist,
         aten.diagonal_scatter.default: diagonal_scatter,
         aten.as_strided_scatter.default: as_strided_scatter,
         aten.empty_strided.default: empty_strided,
