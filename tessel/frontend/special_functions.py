@@ -364,6 +364,50 @@ def bessel_y1(x):
     return _y_domain(x, torch.where(small, near, _hankel(far_x, 1)[1]))
 
 
+# Rational approximations of the normal quantile (Cephes ndtri): in (y - 1/2)^2 for
+# y within 3/8 of 1/2, else in 1/z for z = sqrt(-2 log y) below and above 8.
+_NDTRI_P0 = (-59.96335010141079, 98.00107541859997, -56.67628574690703, 13.931260938727968,
+             -1.2391658386738125)
+_NDTRI_Q0 = (1.0, 1.9544885833814176, 4.676279128988815, 86.36024213908905, -225.46268785411937,
+             200.26021238006066, -82.03722561683334, 15.90562251262117, -1.1833162112133)
+_NDTRI_P1 = (4.0554489230596245, 31.525109459989388, 57.16281922464213, 44.08050738932008,
+             14.684956192885803, 2.1866330685079025, -0.1402560791713545, -0.03504246268278482,
+             -0.0008574567851546854)
+_NDTRI_Q1 = (1.0, 15.779988325646675, 45.39076351288792, 41.3172038254672, 15.04253856929075,
+             2.504649462083094, -0.14218292285478779, -0.03808064076915783,
+             -0.0009332594808954574)
+_NDTRI_P2 = (3.2377489177694603, 6.915228890689842, 3.9388102529247444, 1.3330346081580755,
+             0.20148538954917908, 0.012371663481782003, 0.00030158155350823543,
+             2.6580697468673755e-06, 6.239745391849833e-09)
+_NDTRI_Q2 = (1.0, 6.02427039364742, 3.6798356385616087, 1.3770209948908132,
+             0.21623699359449663, 0.013420400608854318, 0.00032801446468212774,
+             2.8924786474538068e-06, 6.790194080099813e-09)
+_EXP_MINUS_2 = 0.13533528323661269189
+
+
+@_float64_unary
+def ndtri(y):
+    """The argument x where the standard normal CDF reaches y (Cephes ndtri)."""
+    upper = y > 1.0 - _EXP_MINUS_2
+    tail = torch.where(upper, 1.0 - y, y)
+    central = tail > _EXP_MINUS_2
+    centered = torch.where(central, tail - 0.5, 0.0)
+    square = centered * centered
+    near = (centered + centered * (square * _polevl(square, _NDTRI_P0) / _polevl(square, _NDTRI_Q0))
+            ) * math.sqrt(2 * math.pi)
+    tail = torch.where(central | (tail <= 0), 0.5, tail)  # keeps log finite where unused
+    x = torch.sqrt(-2.0 * torch.log(tail))
+    z = 1.0 / x
+    correction = torch.where(
+        x < 8.0,
+        z * _polevl(z, _NDTRI_P1) / _polevl(z, _NDTRI_Q1),
+        z * _polevl(z, _NDTRI_P2) / _polevl(z, _NDTRI_Q2))
+    far = x - torch.log(x) / x - correction
+    result = torch.where(central, near, torch.where(upper, far, -far))
+    result = torch.where(y == 0, -math.inf, torch.where(y == 1, math.inf, result))
+    return torch.where((y < 0) | (y > 1), math.nan, result)
+
+
 # Asymptotic series of digamma in 1/x^2 (Cephes psi), highest power first.
 _DIGAMMA_ASYMPTOTIC = (8.33333333333333333333E-2, -2.10927960927960927961E-2,
                        7.57575757575757575758E-3, -4.16666666666666666667E-3,
@@ -504,5 +548,6 @@ def special_decompositions() -> dict:
         aten.polygamma.default: polygamma,
         aten.lgamma.default: lgamma,
         aten.erfc.default: erfc,
+        aten.special_ndtri.default: ndtri,
         aten.special_erfcx.default: erfcx,
     }
