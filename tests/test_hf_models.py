@@ -59,6 +59,10 @@ def test_forward_matches_eager_in_one_graph(name):
     torch.testing.assert_close(actual[output], expected[output], rtol=1e-4, atol=1e-4)
     counters = assert_compiled()
     assert counters["graphs_compiled"] == 1 and counters["graphs_split"] == 0
+    # A token id outside the vocabulary is eager's IndexError, not a crash.
+    ids[0, 0] = VOCAB
+    with pytest.raises(IndexError, match=f"index {VOCAB} is out of range"):
+        compiled(ids, attention_mask=mask)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "gemma"])

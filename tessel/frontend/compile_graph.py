@@ -13,7 +13,7 @@ from tessel import counters
 from tessel.dump import GraphDump
 from tessel.frontend.importer import import_graph, torch_op_named_in
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
-from tessel.frontend.signature import UnsupportedGraph, prepare_graph
+from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
 from tessel.options import Options
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import get_target
@@ -23,6 +23,11 @@ log = logging.getLogger("tessel")
 
 class TesselCompileError(RuntimeError):
     """Raised instead of falling back when options={"fallback": False}."""
+
+
+class IndexOutOfRange(IndexError, RuntimeError):
+    """An index input out of range. Eager raises IndexError (embedding, x[i]) or
+    RuntimeError (gather, index_select): this is caught as either."""
 
 
 def resolve_target(options: Options, gm: torch.fx.GraphModule) -> str:
@@ -42,12 +47,35 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
     with stages.timed("import"):
         try:
             module = import_graph(import_module.graph)
-        except Exception as error:  # noqa: BLE001 -- the importer raises many kinds
+        except Exception as error:  # the importer raises many kinds
             message = f"{type(error).__name__}: {error}"
             raise CompileFailure("import", message, torch_op_named_in(message)) from error
     stages.write("torch.mlir", module.__str__)
     module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
-    return target.compile(module, signature, options, stages)
+    host, kernels = target.compile(module, signature, options, stages)
+    return _checking_indices(host, signature), kernels
+
+
+def _checking_indices(host, signature: GraphSignature):
+    """`host`, raising eager's IndexError for out-of-range index inputs before any
+    native code runs: the kernel would abort the process or read out of bounds."""
+    if not signature.index_checks:
+        return host
+    names = [arg.name for arg in signature.inputs]
+    checks = [(names.index(check.name), check) for check in signature.index_checks]
+
+    def checked(*args):
+        for position, check in checks:
+            index = args[position]
+            if index.numel() == 0:
+                continue
+            low, high = (int(v) for v in torch.aminmax(index))
+            lowest = -check.size if check.from_end else 0
+            if low < lowest or high >= check.size:
+                raise IndexOutOfRange(f"tessel: {check.op}: index {low if low < lowest else high} "
+                                      f"is out of range for a dimension of size {check.size}")
+        return host(*args)
+    return checked
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str):
@@ -73,7 +101,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         failure = CompileFailure("prepare", error.reason, error.op)
     except CompileFailure as error:
         failure = error
-    except Exception as error:  # noqa: BLE001 -- a compiler bug must not break the program
+    except Exception as error:  # a compiler bug must not break the program
         log.debug("tessel: internal error compiling %s", dump.graph_name, exc_info=True)
         failure = CompileFailure("internal", f"internal compiler error: {type(error).__name__}: {error}")
     else:
@@ -98,7 +126,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     if failure.op:
         try:
             split = _split(gm, options, kind, excluded | {failure.op}, reasons)
-        except Exception:  # noqa: BLE001 -- splitting is best effort; eager is always right
+        except Exception:  # splitting is best effort; eager is always right
             log.debug("tessel: could not split graph %s", dump.graph_name, exc_info=True)
     reasons.append(reason)
     if split is None:

@@ -63,6 +63,16 @@ class TensorResult:
     stride: tuple[str, ...] | None  # None: contiguous, as the kernel writes it
 
 
+@dataclass(frozen=True)
+class IndexCheck:
+    """The values of input `name` index a dimension of `size` in `op`; the host checks
+    them before the kernel runs, which would abort or read out of bounds on a bad one."""
+    name: str
+    size: int
+    from_end: bool             # -size <= i < 0 counts from the end, as in x[i]
+    op: str
+
+
 @dataclass
 class GraphSignature:
     inputs: list[TensorInput | ScalarInput]
@@ -70,6 +80,7 @@ class GraphSignature:
     results: list[TensorResult]                 # tensors the kernel writes, in order
     returns: list[str]                          # one Python expression per FX output
     node_names: list[str] = field(default_factory=list)
+    index_checks: list[IndexCheck] = field(default_factory=list)
 
 
 def _printer_expr(value, bound: set[str], what: str) -> str:
@@ -195,6 +206,46 @@ def _check_integer_division(node: torch.fx.Node) -> None:
         "would trap where eager raises ZeroDivisionError", str(target))
 
 
+aten = torch.ops.aten
+# Views that keep every value of their input: indices seen through them are the input's.
+_VALUE_KEEPING_VIEWS = (aten.view, aten.reshape, aten.unsqueeze, aten.squeeze, aten.expand,
+                        aten.permute, aten.t, aten.transpose, aten.alias)
+
+
+def _index_operands(node: torch.fx.Node):
+    """(index tensor, indexed tensor, dim, from_end) for each integer index operand."""
+    target, args = node.target, node.args
+    if target is aten.embedding.default:
+        yield args[1], args[0], 0, False
+    elif target in (aten.index_select.default, aten.gather.default):
+        yield args[2], args[0], args[1], False
+    elif target is aten.index.Tensor:
+        for dim, index in enumerate(args[1]):
+            yield index, args[0], dim, True
+
+
+def _index_checks(gm: torch.fx.GraphModule) -> list[IndexCheck]:
+    """Checks for the graph inputs that index a static dimension directly (or through
+    views that keep all their values), as token ids index an embedding."""
+    checks = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        for index, indexed, dim, from_end in _index_operands(node):
+            if not isinstance(index, torch.fx.Node):
+                continue  # None: a full slice of that dimension
+            root, views = _view_chain(index)
+            index_value = root.meta.get("val")
+            shape = indexed.meta["val"].shape
+            size = shape[dim % len(shape)] if shape else None
+            if (root.op == "placeholder" and isinstance(size, int)
+                    and isinstance(index_value, torch.Tensor)
+                    and not index_value.dtype.is_floating_point and index_value.dtype != torch.bool
+                    and all(v.target.overloadpacket in _VALUE_KEEPING_VIEWS for v in views)):
+                checks.append(IndexCheck(root.name, size, from_end, str(node.target)))
+    return checks
+
+
 # Compiled code allocates every intermediate tensor, expand's views included (eager's
 # cost nothing), and does not check its allocations: one larger than the machine's
 # memory would dereference NULL and crash the process.
@@ -279,6 +330,7 @@ def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, Graph
     import_graph.output(tuple(value_map[n] for n in kernel_outputs))
     import_graph.eliminate_dead_code()
     signature = GraphSignature(inputs, bindings, results, returns,
-                               [str(n.target) for n in gm.graph.nodes if n.op == "call_function"])
+                               [str(n.target) for n in gm.graph.nodes if n.op == "call_function"],
+                               _index_checks(gm))
     # The module owns the graph's constants (get_attr targets) that the importer reads.
     return torch.fx.GraphModule(gm, import_graph), signature
