@@ -1,16 +1,36 @@
 // RUN: %opt %s --split-input-file -p convolutions-to-gemm | filecheck %s
 
-// An NCHW convolution becomes an im2col gather and a contraction.
+// An NCHW convolution becomes an im2col gather, whose innermost loop (output column)
+// reads the input contiguously, and a contraction over collapsed views of it.
+// CHECK:       #[[GATHER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d4, d3 + d5)>
 // CHECK-LABEL: func.func @conv_nchw
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x3x10x10xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>, %[[INIT:.*]]: tensor<1x4x8x8xf32>)
 // CHECK-NOT:     linalg.conv_2d_nchw_fchw
-// CHECK:         %[[COLUMNS:.*]] = linalg.generic {{.*}}outs(%{{.*}} : tensor<1x27x64xf32>)
-// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}}ins(%{{.*}}, %[[COLUMNS]]
+// CHECK:         %[[PATCHES:.*]] = linalg.generic {indexing_maps = [#[[GATHER]], {{.*}}ins(%[[X]] : {{.*}}) outs(%{{.*}} : tensor<1x3x3x3x8x8xf32>)
+// CHECK:         %[[COLUMNS:.*]] = tensor.collapse_shape %[[PATCHES]] {{.*}} into tensor<1x27x64xf32>
+// CHECK:         %[[FILTER:.*]] = tensor.collapse_shape %[[W]] {{.*}} into tensor<4x27xf32>
+// CHECK:         %[[PRODUCT:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}}ins(%[[FILTER]], %[[COLUMNS]]
 // CHECK:           arith.mulf
 // CHECK:           arith.addf
+// CHECK:         %[[RESULT:.*]] = tensor.expand_shape %[[PRODUCT]] {{.*}} output_shape [1, 4, 8, 8]
+// CHECK:         return %[[RESULT]]
 func.func @conv_nchw(%x: tensor<1x3x10x10xf32>, %w: tensor<4x3x3x3xf32>, %init: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
   %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
       ins(%x, %w : tensor<1x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%init : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
   return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// A strided, dilated convolution: the gather map scales the output index by the stride
+// and the filter index by the dilation.
+// CHECK:       #[[STRIDED:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2 * 2, d5 * 2 + d3 * 2)>
+// CHECK-LABEL: func.func @conv_stride_dilation
+// CHECK:         linalg.generic {indexing_maps = [#[[STRIDED]]
+func.func @conv_stride_dilation(%x: tensor<1x3x11x11xf32>, %w: tensor<4x3x3x3xf32>, %init: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x3x11x11xf32>, tensor<4x3x3x3xf32>) outs(%init : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  return %y : tensor<1x4x4x4xf32>
 }
 
 // -----

@@ -23,9 +23,12 @@
 // CHECK:         llvm.call @GOMP_parallel(%[[THREAD_BODY]], %[[SLOT]], %{{.*}}, %{{.*}})
 // CHECK-DAG:   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
 // CHECK-DAG:   llvm.func @omp_get_thread_num() -> i32
+// The body's recorded distinct buffer becomes a noalias argument.
+// CHECK:       llvm.func @body(%{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: f32)
+// CHECK-NOT:     tessel.noalias_pointers
 // CHECK-NOT:   tessel.parallel_body
 module {
-  llvm.func @body(%begin: i64, %end: i64, %buffer: !llvm.ptr, %scale: f32) {
+  llvm.func @body(%begin: i64, %end: i64, %buffer: !llvm.ptr, %scale: f32) attributes {tessel.noalias_pointers = array<i64: 2>} {
     llvm.return
   }
   llvm.func @body__launch(i64, i64, !llvm.ptr, f32) attributes {tessel.parallel_body = @body}

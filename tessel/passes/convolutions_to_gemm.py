@@ -5,10 +5,8 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.registry import ModulePass, register
-from tessel.passes.transform_script import apply_to_marked
 
-_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_nhwc_hwcf")
-MARK = "tessel.convolution_to_gemm"
+CONVOLUTION = "linalg.conv_2d_nchw_fchw"  # what torch-mlir makes of every aten.convolution
 
 
 def _static(op: ir.Operation) -> bool:
@@ -16,26 +14,93 @@ def _static(op: ir.Operation) -> bool:
                if isinstance(v.type, ir.ShapedType))
 
 
+def _pair(op: ir.Operation, name: str) -> tuple[int, int]:
+    if name not in op.attributes:
+        return (1, 1)
+    values = list(ir.DenseIntElementsAttr(op.attributes[name]))
+    return (values[0], values[1])
+
+
+def _tensor(shape: list[int], element: str) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}x{element}>"
+
+
+def _function_text(name: str, op: ir.Operation) -> str:
+    """A function computing the convolution `op` as an im2col gather and a contraction.
+
+    The gather writes columns[n, c, kh, kw, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d]:
+    its innermost loop walks `ow`, contiguous in both tensors, so it vectorizes. The
+    columns are then viewed (no copy) as [n, c*kh*kw, oh*ow], the filter as
+    [f, c*kh*kw], and the contraction is a batch of gemms that `library-calls` sends
+    to BLAS.
+    """
+    x_type, w_type, out_type = (ir.RankedTensorType(v.type) for v in op.operands)
+    element = str(x_type.element_type)
+    n, c, _, _ = x_type.shape
+    f, _, kh, kw = w_type.shape
+    _, _, oh, ow = out_type.shape
+    (sh, sw), (dh, dw) = _pair(op, "strides"), _pair(op, "dilations")
+    columns = _tensor([n, c, kh, kw, oh, ow], element)
+    flat_columns = _tensor([n, c * kh * kw, oh * ow], element)
+    flat_filter = _tensor([f, c * kh * kw], element)
+    flat_out = _tensor([n, f, oh * ow], element)
+    x, w, out = str(x_type), str(w_type), str(out_type)
+    dims6 = "(n, c, i, j, p, q)"
+    return f"""
+func.func private @{name}(%x: {x}, %w: {w}, %init: {out}) -> {out} {{
+  %empty = tensor.empty() : {columns}
+  %columns = linalg.generic {{
+      indexing_maps = [affine_map<{dims6} -> (n, c, p * {sh} + i * {dh}, q * {sw} + j * {dw})>,
+                       affine_map<{dims6} -> (n, c, i, j, p, q)>],
+      iterator_types = [{", ".join(['"parallel"'] * 6)}]}}
+      ins(%x : {x}) outs(%empty : {columns}) {{
+  ^bb0(%in: {element}, %unused: {element}):
+    linalg.yield %in : {element}
+  }} -> {columns}
+  %flat_columns = tensor.collapse_shape %columns [[0], [1, 2, 3], [4, 5]] : {columns} into {flat_columns}
+  %flat_filter = tensor.collapse_shape %w [[0], [1, 2, 3]] : {w} into {flat_filter}
+  %flat_init = tensor.collapse_shape %init [[0], [1], [2, 3]] : {out} into {flat_out}
+  %product = linalg.generic {{
+      indexing_maps = [affine_map<(b, m, p, k) -> (m, k)>, affine_map<(b, m, p, k) -> (b, k, p)>,
+                       affine_map<(b, m, p, k) -> (b, m, p)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}}
+      ins(%flat_filter, %flat_columns : {flat_filter}, {flat_columns}) outs(%flat_init : {flat_out}) {{
+  ^bb0(%a: {element}, %b: {element}, %acc: {element}):
+    %m = arith.mulf %a, %b : {element}
+    %s = arith.addf %acc, %m : {element}
+    linalg.yield %s : {element}
+  }} -> {flat_out}
+  %result = tensor.expand_shape %product [[0], [1], [2, 3]] output_shape [{n}, {f}, {oh}, {ow}]
+      : {flat_out} into {out}
+  return %result : {out}
+}}"""
+
+
 @register
 @dataclass(frozen=True)
 class ConvolutionsToGemmPass(ModulePass):
     """convolutions-to-gemm: rewrite 2-D convolutions as im2col + a contraction.
 
-    The patch gather is one loop nest; the contraction then goes to BLAS gemm through
-    `library-calls` (batch = images, m = output channels, k = C*KH*KW, n = pixels),
-    as CPU libraries do. Grouped and depthwise convolutions, and convolutions with
-    dynamic sizes (which the im2col rewrite does not handle), stay as loops.
+    The patch gather is one loop nest whose inner loop is contiguous; the contraction
+    then goes to BLAS gemm through `library-calls` (batch = images, m = output
+    channels, k = C*KH*KW, n = pixels), as CPU libraries do. Each convolution becomes
+    a call to a private function holding the rewrite; the pipeline's `inline` pass
+    puts it in place. Grouped and depthwise convolutions, and convolutions with
+    dynamic sizes, stay as loops.
     """
 
     name: ClassVar[str] = "convolutions-to-gemm"
 
     def run(self, module: ir.Operation) -> None:
-        convolutions = ir.ops_where(module, lambda op: op.name in _CONVOLUTIONS and _static(op))
-        if not convolutions:
-            return
-        apply_to_marked(module, convolutions, MARK, [
-            f"%convolutions = transform.structured.match attributes {{{MARK}}} in %module "
-            ": (!transform.any_op) -> !transform.any_op",
-            "%im2col, %gemm = transform.structured.convert_conv2d_to_img2col %convolutions "
-            ": (!transform.any_op) -> (!transform.any_op, !transform.any_op)",
-        ])
+        convolutions = ir.ops_where(module, lambda op: op.name == CONVOLUTION and _static(op))
+        for op in convolutions:
+            # Parse the rewrite as a function, then move its body in place of the op.
+            parsed = ir.Module.parse(_function_text("rewrite", op), module.context)
+            block = parsed.body.operations[0].regions[0].blocks[0]
+            for argument, operand in zip(block.arguments, op.operands):
+                argument.replace_all_uses_with(operand)
+            *body, terminator = block.operations
+            for inner in body:
+                inner.operation.move_before(op)
+            op.results[0].replace_all_uses_with(terminator.operands[0])
+            op.erase()

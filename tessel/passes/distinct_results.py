@@ -3,32 +3,59 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from torch_mlir.dialects import arith, linalg, tensor
+from torch_mlir.dialects import arith, linalg, memref, tensor
 
 from tessel import ir
 from tessel.passes.registry import ModulePass, register
 
 
+# Ops whose result is (or bufferizes to) a view of their first operand's buffer.
+VIEW_OPS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast",
+            "tensor.extract_slice", "tensor.reshape", "tensor.bitcast",
+            "memref.expand_shape", "memref.collapse_shape", "memref.cast", "memref.subview",
+            "memref.reinterpret_cast")
+
+
+def _root(value: ir.Value) -> ir.Value:
+    """The tensor whose buffer `value` will view once bufferized."""
+    while not isinstance(value.owner, ir.Block):
+        owner = value.owner.operation if isinstance(value.owner, ir.OpView) else value.owner
+        if owner.name not in VIEW_OPS:
+            break
+        value = owner.operands[0]
+    return value
+
+
 def _copy_of(value: ir.Value) -> ir.Value:
-    """A fresh tensor holding `value` (tensor.empty + linalg.copy), built at the insertion point."""
-    value_type = value.type
-    sizes = [
-        tensor.dim(value, arith.constant(ir.IndexType.get(), d))
-        if value_type.is_dynamic_dim(d) else value_type.shape[d]
-        for d in range(value_type.rank)
-    ]
-    empty = tensor.EmptyOp(sizes, value_type.element_type).result
-    return linalg.copy(value, outs=[empty])
+    """A fresh tensor or buffer holding `value`, built at the insertion point."""
+    value_type = ir.ShapedType(value.type)
+    is_tensor = isinstance(value.type, ir.RankedTensorType)
+    dim = tensor.dim if is_tensor else memref.dim
+    sizes = [dim(value, arith.constant(ir.IndexType.get(), d))
+             if value_type.is_dynamic_dim(d) else value_type.shape[d]
+             for d in range(value_type.rank)]
+    if is_tensor:
+        empty = tensor.EmptyOp(sizes, value_type.element_type).result
+        return linalg.copy(value, outs=[empty])
+    buffer = memref.alloc(value.type, [s for s in sizes if isinstance(s, ir.Value)], [])
+    memref.copy(value, buffer)
+    return buffer
 
 
 @register
 @dataclass(frozen=True)
 class DistinctResultsPass(ModulePass):
-    """distinct-results: copy returned tensors that repeat a result or are arguments.
+    """distinct-results: copy returned tensors or buffers that repeat a result or are
+    arguments.
 
     Caller-allocated out-params need one buffer per result: a function returning
-    `%x, %x` (torch-mlir folds aliases) or an argument would otherwise share or
-    overwrite storage during bufferization. The copy only appears in those cases.
+    `%x, %x` (torch-mlir folds aliases), `%x, reshape(%x)` (the same buffer once
+    bufferized) or an argument would otherwise share or overwrite storage. It runs on
+    tensors before bufferization and again on buffers after it, since bufferization
+    can fold a copy the first run made (upstream buffer-results-to-out-params crashes
+    on a buffer returned twice). The copy only appears in those cases; buffers with a
+    non-identity layout are left as they are (an identity-layout copy would change
+    the function's type).
     """
 
     name: ClassVar[str] = "distinct-results"
@@ -43,9 +70,14 @@ class DistinctResultsPass(ModulePass):
     def _make_distinct(return_op: ir.Operation) -> None:
         seen: list[ir.Value] = []
         for index, value in enumerate(list(return_op.operands)):
-            if not isinstance(value.type, ir.RankedTensorType):
+            if isinstance(value.type, ir.MemRefType):
+                buffer_type = ir.MemRefType(value.type)
+                if value.type != ir.MemRefType.get(buffer_type.shape, buffer_type.element_type):
+                    continue  # a strided layout
+            elif not isinstance(value.type, ir.RankedTensorType):
                 continue
-            if value in seen or isinstance(value.owner, ir.Block):
+            root = _root(value)
+            if root in seen or isinstance(root.owner, ir.Block):
                 with ir.InsertionPoint(return_op):
                     return_op.operands[index] = _copy_of(value)
-            seen.append(value)
+            seen.append(root)

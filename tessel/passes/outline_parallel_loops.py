@@ -13,6 +13,11 @@ from tessel.passes.registry import ModulePass, register
 # being a symbol reference, it also keeps that function alive through symbol-dce.
 PARALLEL_BODY = "tessel.parallel_body"
 LAUNCHER_SUFFIX = "__launch"
+# Positions, in the LLVM signature of an outlined function, of the data pointers of
+# buffers that no other argument can reach (see `_distinct_buffer_pointers`).
+NOALIAS_POINTERS = "tessel.noalias_pointers"
+VIEW_OPS = ("memref.subview", "memref.collapse_shape", "memref.expand_shape", "memref.cast",
+            "memref.reinterpret_cast")
 
 
 def _operation(owner) -> ir.Operation:
@@ -87,6 +92,33 @@ class OutlineParallelLoopsPass(ModulePass):
         return trip_count >= 2 and trip_count * per_iteration >= self.min_elements
 
 
+def _buffer_root(value: ir.Value) -> ir.Value:
+    """The allocation or function argument that a memref view `value` looks into."""
+    while not isinstance(value.owner, ir.Block) and _operation(value.owner).name in VIEW_OPS:
+        value = _operation(value.owner).operands[0]
+    return value
+
+
+def _distinct_buffer_pointers(arguments: list[ir.Value]) -> list[int]:
+    """LLVM argument positions (after `begin, end`, a memref of rank r expands to
+    allocated pointer, aligned pointer, offset, r sizes, r strides) of the pointers of
+    memref arguments whose buffer no other argument views. Those may be `noalias`:
+    kernels write only allocations and out-params, which the host allocates fresh, so
+    distinct roots never overlap where one of them is written. Without it, LLVM must
+    assume any store may clobber any load, and keeps copy loops scalar."""
+    roots = [_buffer_root(v) if isinstance(v.type, ir.MemRefType) else None
+             for v in arguments]
+    positions, position = [], 2
+    for value, root in zip(arguments, roots):
+        if root is None:
+            position += 1
+            continue
+        if sum(other == root for other in roots if other is not None) == 1:
+            positions += [position, position + 1]
+        position += 3 + 2 * ir.MemRefType(value.type).rank
+    return positions
+
+
 def _captured_values(loop: ir.Operation, nested: list[ir.Operation]) -> list[ir.Value]:
     """Values defined outside `loop` and read inside it, in first-use order (`nested`:
     the loop and the ops in it, collected before any rewrite: an Operation's hash
@@ -113,6 +145,8 @@ def _outline(loop: ir.Operation, name: str, module_body: ir.Block) -> None:
             outlined = func.FuncOp(name, function_type, visibility="private")
             launcher = func.FuncOp(name + LAUNCHER_SUFFIX, function_type, visibility="private")
         launcher.operation.attributes[PARALLEL_BODY] = ir.FlatSymbolRefAttr.get(name)
+        outlined.operation.attributes[NOALIAS_POINTERS] = ir.DenseI64ArrayAttr.get(
+            _distinct_buffer_pointers(arguments))
         entry = outlined.add_entry_block()
         replacements = dict(zip(arguments, list(entry.arguments)[2:]))
         with ir.InsertionPoint(entry):

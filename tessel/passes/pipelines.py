@@ -51,6 +51,7 @@ register_pipeline(
     "library-calls,"
     # Results become caller-allocated out-params: the host program hands torch-owned
     # output buffers to the kernel instead of copying results out of malloc'd memory.
+    "distinct-results,"
     "buffer-results-to-out-params{modify-public-functions hoist-static-allocs hoist-dynamic-allocs},"
     "func.func(buffer-deallocation-pipeline),"
     # No plan-buffers here: views into one arena hide from LLVM that temporaries do
