@@ -364,6 +364,27 @@ def bessel_y1(x):
     return _y_domain(x, torch.where(small, near, _hankel(far_x, 1)[1]))
 
 
+@_float64_unary
+def erfinv(y):
+    """The inverse of erf as eager computes it: a rational first guess, then two
+    Newton steps (which reach float64 precision here)."""
+    a = (0.886226899, -1.645349621, 0.914624893, -0.140543331)
+    b = (-2.118377725, 1.442710462, -0.329097515, 0.012229801)
+    c = (-1.970840454, -1.624906493, 3.429567803, 1.641345311)
+    d = (3.543889200, 1.637067800)
+    magnitude = y.abs()
+    central = magnitude <= 0.7
+    square = y * y
+    near = y * _polevl(square, a[::-1]) / (_polevl(square, b[::-1]) * square + 1.0)
+    z = torch.sqrt(-torch.log((1.0 - torch.where(central | (magnitude >= 1), 0.5, magnitude)) / 2.0))
+    far = torch.sign(y) * _polevl(z, c[::-1]) / (_polevl(z, d[::-1]) * z + 1.0)
+    x = torch.where(central, near, far)
+    for _ in range(2):
+        x = x - (_erf_of(x) - y) / (2.0 / math.sqrt(math.pi) * torch.exp(-x * x))
+    x = torch.where(magnitude == 1, torch.sign(y) * math.inf, x)
+    return torch.where(magnitude > 1, math.nan, x)
+
+
 # Rational approximations of the normal quantile (Cephes ndtri): in (y - 1/2)^2 for
 # y within 3/8 of 1/2, else in 1/z for z = sqrt(-2 log y) below and above 8.
 _NDTRI_P0 = (-59.96335010141079, 98.00107541859997, -56.67628574690703, 13.931260938727968,
@@ -496,20 +517,32 @@ def _erf_of_small(x):
     return (2.0 / math.sqrt(math.pi)) * x * series
 
 
-def _erfc_parts(x):
-    """(erfc(|x|), erfcx(|x|)) for the magnitude of x, to about 1e-11 relative (well
-    past float32): 1 - erf below 2, else Laplace's continued fraction (30 terms,
-    evaluated backward), which gives erfcx without forming exp(x^2)."""
-    ax = x.abs()
+def _erfcx_of_large(ax):
+    """erfcx for ax >= 2 from Laplace's continued fraction (30 terms, evaluated
+    backward): about 1e-11 relative, well past float32, without forming exp(x^2)."""
     fraction = ax
     for n in range(30, 0, -1):
         fraction = ax + (n / 2) / fraction
-    scaled_tail = 1.0 / (math.sqrt(math.pi) * fraction)
+    return 1.0 / (math.sqrt(math.pi) * fraction)
+
+
+def _erfc_parts(x):
+    """(erfc(|x|), erfcx(|x|)): 1 - erf below 2, the continued fraction above."""
+    ax = x.abs()
     small = ax < 2.0
     near = 1.0 - _erf_of_small(torch.where(small, ax, 0.0))
-    erfc_abs = torch.where(small, near, torch.exp(-ax * ax) * scaled_tail)
-    erfcx_abs = torch.where(small, torch.exp(ax * ax) * near, scaled_tail)
+    tail = _erfcx_of_large(torch.where(small, 2.0, ax))
+    erfc_abs = torch.where(small, near, torch.exp(-ax * ax) * tail)
+    erfcx_abs = torch.where(small, torch.exp(ax * ax) * near, tail)
     return erfc_abs, erfcx_abs
+
+
+def _erf_of(x):
+    """erf in float64 (the CPU pipeline has none): the series below 2, else 1 - erfc."""
+    ax = x.abs()
+    small = ax < 2.0
+    far = 1.0 - torch.exp(-ax * ax) * _erfcx_of_large(torch.where(small, 2.0, ax))
+    return torch.where(small, _erf_of_small(torch.where(small, x, 0.0)), torch.sign(x) * far)
 
 
 @_float64_unary
@@ -549,5 +582,6 @@ def special_decompositions() -> dict:
         aten.lgamma.default: lgamma,
         aten.erfc.default: erfc,
         aten.special_ndtri.default: ndtri,
+        aten.erfinv.default: erfinv,
         aten.special_erfcx.default: erfcx,
     }
