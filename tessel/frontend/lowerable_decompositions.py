@@ -73,8 +73,33 @@ def angle(x):
     return torch.where(torch.isnan(x), x, phase)
 
 
+def _extreme_of_scalar(x, dim, keepdim=False):
+    """max.dim/min.dim of a 0-d tensor: the value, at index 0."""
+    if x.dim() != 0:
+        return NotImplemented
+    return aten.clone(x), torch.zeros_like(x, dtype=torch.int64)
+
+
+def _scan_of_scalar(x, dtype):
+    """cumsum/cumprod of a 0-d tensor: its value, in the scan's result dtype (integers
+    accumulate in int64)."""
+    if dtype is None:
+        dtype = x.dtype if x.is_floating_point() or x.is_complex() else torch.int64
+    return aten._to_copy(x, dtype=dtype)
+
+
+def cumsum(x, dim, dtype=None):
+    """cumsum of a 0-d tensor (torch-mlir's lowering needs a dimension to scan)."""
+    if x.dim() != 0:
+        return NotImplemented
+    return _scan_of_scalar(x, dtype)
+
+
 def cumprod(x, dim, dtype=None):
-    """cumprod with a dtype argument (torch-mlir lowers it only without one)."""
+    """cumprod of a 0-d tensor, or with a dtype argument (torch-mlir lowers it only
+    without one)."""
+    if x.dim() == 0:
+        return _scan_of_scalar(x, dtype)
     if dtype is None:
         return NotImplemented
     return aten.cumprod(x.to(dtype), dim)
@@ -263,6 +288,9 @@ def lowerable_decompositions() -> dict:
         aten.hypot.default: hypot,
         aten.angle.default: angle,
         aten.cumprod.default: cumprod,
+        aten.cumsum.default: cumsum,
+        aten.max.dim: _extreme_of_scalar,
+        aten.min.dim: _extreme_of_scalar,
         aten.scatter.reduce: scatter_reduce_into,
         aten.scatter.value_reduce: scatter_value_reduce_into,
         aten._cdist_forward.default: cdist,
