@@ -217,7 +217,7 @@ def put(x, index, source, accumulate=False):
     return flat.view(x.shape)
 
 
-# The pairwise rewrites below (cummax/cummin, searchsorted) compare every element with
+# The pairwise rewrites below (cummax/cummin, logcumsumexp, searchsorted) compare every element with
 # every other along a dimension: exact, but quadratic, so only up to this many pairs.
 MAX_PAIRWISE_ELEMENTS = 1 << 22
 
@@ -254,6 +254,23 @@ def cummax(x, dim):
 
 def cummin(x, dim):
     return _cumulative_extreme(x, dim, take_larger=False)
+
+
+def logcumsumexp(x, dim):
+    """log(cumsum(exp(x))) without overflow: each prefix shifted by its own maximum,
+    pairwise over the prefix mask (torch-mlir's own lowering is unsound: it overflows)."""
+    if x.dim() == 0:
+        return aten.clone(x)
+    length = x.shape[dim]
+    if not x.is_floating_point() or x.numel() * length > MAX_PAIRWISE_ELEMENTS:
+        return NotImplemented
+    positions = torch.arange(length, device=x.device)
+    in_prefix = positions.view(1, -1) <= positions.view(-1, 1)     # [i, j]: j <= i
+    masked = torch.where(in_prefix, x.movedim(dim, -1).unsqueeze(-2), -math.inf)
+    peak = masked.amax(-1, keepdim=True)
+    shift = torch.where(torch.isfinite(peak), peak, 0.0)  # all -inf, or +inf: no shift
+    result = torch.log(torch.exp(masked - shift).sum(-1)) + shift.squeeze(-1)
+    return result.movedim(-1, dim)
 
 
 def searchsorted(sorted_sequence, values, out_int32=False, right=False, side=None, sorter=None):
@@ -303,5 +320,6 @@ def lowerable_decompositions() -> dict:
         aten.cummax.default: cummax,
         aten.cummin.default: cummin,
         aten.searchsorted.Tensor: searchsorted,
+        aten.logcumsumexp.default: logcumsumexp,
     })
     return table
