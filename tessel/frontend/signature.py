@@ -16,6 +16,8 @@ import torch
 import torch.fx
 from torch.utils._sympy.printers import PythonPrinter
 
+aten = torch.ops.aten
+
 # uint8 is left out: torch-mlir lowers it as signed i8 in places (abs, widening in
 # sum), which gives wrong answers above 127. Complex dtypes have no linalg lowering.
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
@@ -149,7 +151,7 @@ def _view_chain(out) -> tuple[object, list[torch.fx.Node]]:
 def _host_can_view(root) -> bool:
     """Whether the host may take eager's views of `root`'s kernel result: it must be an
     op-made tensor laid out as in eager (views index into its storage)."""
-    value = root.meta.get("val") if isinstance(root, torch.fx.Node) else None
+    value = root.meta.get("val")
     return (root.op == "call_function" and isinstance(value, torch.Tensor)
             and (value.is_contiguous() or _dense(value.shape, value.stride())))
 
@@ -185,8 +187,7 @@ def _host_view(views: list[torch.fx.Node], bound: set[str]) -> str | None:
     return expr
 
 
-_INTEGER_DIVISIONS = (torch.ops.aten.div, torch.ops.aten.floor_divide, torch.ops.aten.remainder,
-                      torch.ops.aten.fmod)
+_INTEGER_DIVISIONS = (aten.div, aten.floor_divide, aten.remainder, aten.fmod)
 
 
 def _check_integer_division(node: torch.fx.Node) -> None:
@@ -206,7 +207,6 @@ def _check_integer_division(node: torch.fx.Node) -> None:
         "would trap where eager raises ZeroDivisionError", str(target))
 
 
-aten = torch.ops.aten
 # Views that keep every value of their input: indices seen through them are the input's.
 _VALUE_KEEPING_VIEWS = (aten.view, aten.reshape, aten.unsqueeze, aten.squeeze, aten.expand,
                         aten.permute, aten.t, aten.transpose, aten.alias)
@@ -253,6 +253,7 @@ _PHYSICAL_MEMORY = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def _check_size(node: torch.fx.Node) -> None:
+    """Graphs with a tensor larger than the machine's memory run eagerly."""
     value = node.meta.get("val")
     if not isinstance(value, torch.Tensor) or not isinstance(value.numel(), int):
         return
@@ -315,7 +316,7 @@ def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, Graph
             returns.append("None")
         elif not isinstance(out, torch.fx.Node):
             returns.append(repr(out))
-        elif root.op == "placeholder" and all(v.target is torch.ops.aten.alias.default for v in views):
+        elif root.op == "placeholder" and all(v.target is aten.alias.default for v in views):
             # An alias shares its input's storage in eager too: return the same tensor.
             returns.append(root.name)
         elif isinstance(out.meta.get("val"), (torch.SymInt, torch.SymFloat, int, float)):
