@@ -209,6 +209,12 @@ def index_reduce(x, dim, index, source, reduce, include_self=True):
     return aten.scatter_reduce.two(x, dim, expanded, source, reduce, include_self=include_self)
 
 
+def sort_stable(x, *, stable=None, dim=-1, descending=False):
+    """sort with a `stable` flag as plain sort: torch-mlir's sort keeps equal elements
+    in order (checked against eager's stable sort, ascending and descending)."""
+    return aten.sort.default(x, dim, descending)
+
+
 def put(x, index, source, accumulate=False):
     """put (flat, negative indices from the end) as an index_put on the flattened x."""
     flat_index = index.flatten()
@@ -317,6 +323,7 @@ def lowerable_decompositions() -> dict:
         aten.empty_strided.default: empty_strided,
         aten.index_reduce.default: index_reduce,
         aten.put.default: put,
+        aten.sort.stable: sort_stable,
         aten.cummax.default: cummax,
         aten.cummin.default: cummin,
         aten.searchsorted.Tensor: searchsorted,
