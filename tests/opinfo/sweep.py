@@ -36,6 +36,14 @@ def _same(first, second) -> bool:
         for a, b in zip(_leaves(first), _leaves(second)))
 
 
+def _readable(reason: str) -> str:
+    """A fallback reason without the MLIR source locations that push the error itself
+    past the recorded length: '<graph>: <op>: error: ...'."""
+    where, _, message = reason.partition(": ")
+    op, _, detail = message.partition(": ")
+    return f"{where}: {op}: {detail[detail.find('error:'):] if 'error:' in detail else detail}"
+
+
 def run_op(op, samples: int) -> dict:
     """The outcome of one OpInfo op over its first `samples` float32 CPU samples."""
     outcome = {"status": "pass", "reason": ""}
@@ -79,7 +87,8 @@ def run_op(op, samples: int) -> dict:
                 return {"status": "mismatch", "reason": "fallback result differs: "
                         + str(error).splitlines()[0][:160]}
         if counters["graphs_fallback"] or counters["graphs_split"]:
-            outcome = {"status": "fallback", "reason": counters["fallback_reasons"][0][:200]}
+            outcome = {"status": "fallback",
+                       "reason": _readable(counters["fallback_reasons"][0])[:200]}
         elif not counters["graphs_compiled"] and outcome["status"] == "pass":
             outcome = {"status": "skipped", "reason": "no graph reached tessel"}
     return outcome
