@@ -1,8 +1,9 @@
 """A separate process that runs pass pipelines, so that a crash or a hang in native
 code (torch-mlir's lowerings, MLIR passes) costs a fallback, not the user's program.
 
-The parent sends one JSON line per request, {"ir": text, "pipeline": text}; the worker
-answers {"ok": true, "ir": text} or {"ok": false, "error": message, "pass": name}.
+The parent sends one JSON line per request, {"ir": text, "pipeline": text, "locations":
+bool}; the worker answers {"ok": true, "ir": text} (with source locations when asked)
+or {"ok": false, "error": message, "pass": name}.
 It imports no torch, so it starts in well under a second, and it lives as long as
 the parent uses it. Run as `python -m tessel.compile_worker`.
 """
@@ -43,12 +44,14 @@ class CompileWorker:
             [sys.executable, "-m", "tessel.compile_worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._stderr, env=environment)
 
-    def run(self, ir_text: str, pipeline: str, timeout_s: float) -> str:
-        """The IR after `pipeline`; raises PipelineError (a pass failed) or WorkerCrash."""
+    def run(self, ir_text: str, pipeline: str, timeout_s: float, locations: bool) -> str:
+        """The IR after `pipeline` (with locations if asked); raises PipelineError (a
+        pass failed) or WorkerCrash."""
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._start()
-            request = json.dumps({"ir": ir_text, "pipeline": pipeline}) + "\n"
+            request = json.dumps({"ir": ir_text, "pipeline": pipeline,
+                                  "locations": locations}) + "\n"
             timed_out = False
             try:
                 self._process.stdin.write(request.encode())
@@ -100,8 +103,9 @@ _worker = CompileWorker()
 atexit.register(_worker.close)
 
 
-def run_in_worker(ir_text: str, pipeline: str, timeout_s: float = 600.0) -> str:
-    return _worker.run(ir_text, pipeline, timeout_s)
+def run_in_worker(ir_text: str, pipeline: str, timeout_s: float = 600.0,
+                  locations: bool = False) -> str:
+    return _worker.run(ir_text, pipeline, timeout_s, locations)
 
 
 def _serve() -> None:
@@ -110,7 +114,8 @@ def _serve() -> None:
         try:
             module = ir.parse_module(request["ir"])
             run_pipeline(module, request["pipeline"])
-            answer = {"ok": True, "ir": str(module)}
+            answer = {"ok": True, "ir": module.operation.get_asm(
+                enable_debug_info=request.get("locations", False))}
         except PipelineError as error:
             answer = {"ok": False, "error": str(error), "pass": error.pass_name}
         except ir.MLIRError as error:

@@ -32,11 +32,14 @@ class CompileFailure(Exception):
 
 
 class Stages:
-    def __init__(self, dump: GraphDump, in_worker: bool = True):
+    def __init__(self, dump: GraphDump, in_worker: bool = True, locations: bool = False):
         self.dump = dump
         # Pipelines run in the compile worker process, unless they use a pass that
         # only this process knows (registered by a call at run time).
         self.in_worker = in_worker
+        # Whether IR coming back from the worker keeps its source locations (FX node
+        # names, for check_accuracy); without, the text is smaller and parses faster.
+        self.locations = locations
 
     @contextmanager
     def timed(self, stage: str):
@@ -54,7 +57,8 @@ class Stages:
         try:
             with self.timed(stage):
                 if self.in_worker and runs_anywhere(pipeline):
-                    module = ir.parse_module(run_in_worker(before, canonical_text(pipeline)))
+                    module = ir.parse_module(run_in_worker(
+                        before, canonical_text(pipeline), locations=self.locations))
                 else:
                     run_pipeline(module, pipeline)
         except PipelineError as error:

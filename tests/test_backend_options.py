@@ -1,5 +1,6 @@
 """Backend registration, modes and options, fallback, errors with repros, the dump directory."""
 
+import re
 import subprocess
 import sys
 
@@ -242,3 +243,44 @@ class DropExpPass(tessel.ModulePass):
         for op in ir.ops_where(module, lambda op: op.name == "math.exp"):
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
+
+
+def _divisions_become_multiplications(self, module):
+    """A deliberately wrong reciprocal-division (x / d -> x * d), for the test below."""
+    from torch_mlir.dialects import arith
+
+    from tessel import ir
+    for op in ir.ops_where(module, lambda op: op.name == "arith.divf"):
+        with ir.InsertionPoint(op), op.location:
+            product = arith.MulFOp(op.operands[0], op.operands[1])
+        op.results[0].replace_all_uses_with(product.result)
+        op.erase()
+
+
+def test_check_accuracy_names_the_first_wrong_kernel(tmp_path, monkeypatch):
+    """A wrong pass in the default pipeline: the warning names the first kernel whose
+    result differs from eager (not the correct one before it), and its IR and replay
+    command are written next to the graph's dump."""
+    from tessel.passes.reciprocal_division import ReciprocalDivisionPass
+    monkeypatch.setattr(ReciprocalDivisionPass, "run", _divisions_become_multiplications)
+
+    def fn(t):
+        scores = t.exp() @ t.T          # kernel 0 (exp, right), then a library gemm
+        return torch.softmax(scores, dim=-1) + 1   # kernel 1: its division is wrong
+
+    x = torch.randn(8, 8)
+    compiled = torch.compile(fn, backend="mlir", options={
+        "check_accuracy": True, "dump_dir": str(tmp_path),
+        "compile_in_worker": False})    # the patched pass runs in this process
+    with pytest.warns(UserWarning) as caught:
+        result = compiled(x)
+    torch.testing.assert_close(result, fn(x))  # the eager result is returned
+    (message,) = [str(w.message) for w in caught if "differs from eager" in str(w.message)]
+    # The exp kernel and the gemm are right: the first wrong one computes the softmax's
+    # sum (node add), where the division is.
+    culprit = re.search(r"first differing kernel: (main_kernel_\d+) \(computes FX node add,",
+                        message)
+    assert culprit, message
+    (kernel_ir,) = tmp_path.glob(f"*_inference/accuracy/{culprit.group(1)}.mlir")
+    assert "tkern.kernel" in kernel_ir.read_text()
+    assert f"tessel-opt {kernel_ir} -p cpu-bufferize,cpu-lower-to-llvm" in message

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 import warnings
+from pathlib import Path
 
 import torch
 import torch.fx
 from torch._functorch.aot_autograd import make_boxed_func
 
 from tessel import counters
+from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
 from tessel.frontend.importer import import_graph, torch_op_named_in
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
@@ -46,14 +49,24 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
         target = get_target(resolve_target(options, gm))
     with stages.timed("import"):
         try:
-            module = import_graph(import_module.graph)
+            module = import_graph(import_module.graph, node_locations=options.check_accuracy)
         except Exception as error:  # the importer raises many kinds
             message = f"{type(error).__name__}: {error}"
             raise CompileFailure("import", message, torch_op_named_in(message)) from error
     stages.write("torch.mlir", module.__str__)
     module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
     host, kernels = target.compile(module, signature, options, stages)
-    return _checking_indices(host, signature), kernels
+    locate = None
+    if options.check_accuracy:
+        def locate(*args):
+            """Which kernel first differs from eager on `args` (tessel.accuracy)."""
+            debug_stages = Stages(GraphDump(options.dump_dir, "accuracy"),
+                                  in_worker=options.compile_in_worker)
+            folder = (stages.dump.path / "accuracy") if stages.dump.path else Path(
+                tempfile.mkdtemp(prefix=f"tessel-accuracy-{stages.dump.graph_name}-"))
+            return first_divergent_kernel(gm, host, signature, args, target, options,
+                                          debug_stages, folder)
+    return _checking_indices(host, signature), kernels, locate
 
 
 def _checking_indices(host, signature: GraphSignature):
@@ -93,10 +106,11 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     """(graph name, callable): compiled whole, else split around the failing op (whose
     nodes run eagerly), else eager. Appends what runs eagerly, and why, to `reasons`."""
     dump = GraphDump(options.dump_dir, kind)
-    stages = Stages(dump, in_worker=options.compile_in_worker)
+    stages = Stages(dump, in_worker=options.compile_in_worker,
+                    locations=options.check_accuracy)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
     try:
-        host, kernels = _compile(gm, options, stages)
+        host, kernels, locate = _compile(gm, options, stages)
     except UnsupportedGraph as error:
         failure = CompileFailure("prepare", error.reason, error.op)
     except CompileFailure as error:
@@ -111,7 +125,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         counters.count("kernels", kernels)
         log.info("tessel: compiled graph %s into %d kernel(s)", dump.graph_name, kernels)
         if options.check_accuracy:
-            host = _checked_against_eager(host, gm, dump)
+            host = _checked_against_eager(host, gm, dump, locate)
         return dump.graph_name, host
 
     op = failure.op or "graph"
@@ -171,8 +185,9 @@ def _as_module_call(compiled, piece: torch.fx.GraphModule):
     return call
 
 
-def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump):
-    """`host`, compared with eager `gm` on every call (options={"check_accuracy": True})."""
+def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump, locate):
+    """`host`, compared with eager `gm` on every call (options={"check_accuracy": True});
+    on a difference, `locate` names the first kernel that computes something else."""
     where = f" (stages in {dump.path})" if dump.path else " (set dump_dir to keep its IR)"
 
     def checked(*args):
@@ -185,8 +200,13 @@ def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump):
                 torch.testing.assert_close(actual, reference, equal_nan=True)
             except AssertionError as error:
                 counters.count("accuracy_failures")
+                try:
+                    culprit = locate(*args)
+                except Exception as failure:  # the diagnosis must not break the program
+                    culprit = f"kernel bisection failed: {type(failure).__name__}: {failure}"
                 warnings.warn(f"tessel: graph {dump.graph_name} output {index} differs from "
-                              f"eager{where}: {str(error).splitlines()[0]}", stacklevel=2)
+                              f"eager{where}: {str(error).splitlines()[0]}; {culprit}",
+                              stacklevel=2)
                 return tuple(expected)
         return compiled
     return checked

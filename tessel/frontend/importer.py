@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import torch.fx
-from torch_mlir.extras.fx_importer import FxImporter
+from torch_mlir.extras.fx_importer import ContextCache, FxImporter
 
 from tessel import ir
 
@@ -13,13 +13,17 @@ ENTRY_POINT = "main"
 _TORCH_OP = re.compile(r"torch\.(?:aten|prims|prim|operator)\.[A-Za-z0-9_.]+|aten\.[A-Za-z0-9_.]+")
 
 
-def import_graph(graph: torch.fx.Graph) -> ir.Module:
+def import_graph(graph: torch.fx.Graph, node_locations: bool = False) -> ir.Module:
     """Import an aot_autograd graph into the shared context as `func.func @main`.
 
     The entry point is marked `llvm.emit_c_interface` so that a JIT can call it with
-    memref descriptors built from torch tensors.
+    memref descriptors built from torch tensors. With `node_locations`, every op's
+    location is named after the FX node it comes from (`loc("mul_1"(...))`), so that
+    a kernel can be traced back to the node whose value it computes.
     """
     importer = FxImporter(context=ir.context())
+    if node_locations:
+        _name_locations_after_nodes(importer)
     importer.import_stateless_graph(graph, func_name=ENTRY_POINT)
     module = importer.module
     with ir.context():
@@ -27,6 +31,22 @@ def import_graph(graph: torch.fx.Graph) -> ir.Module:
             if op.operation.name == "func.func":
                 op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
     return module
+
+
+class _NodeNamedLocations(ContextCache):
+    """torch-mlir's context cache, whose node locations (file:line from the stack
+    trace) are wrapped in a name location carrying the FX node's name."""
+
+    __slots__ = ()
+
+    def get_node_location(self, node: torch.fx.Node) -> ir.Location:
+        child = super().get_node_location(node) or ir.Location.unknown(self._c)
+        return ir.Location.name(node.name, childLoc=child, context=self._c)
+
+
+def _name_locations_after_nodes(importer: FxImporter) -> None:
+    # The importer asks its context cache (a private attribute) for node locations.
+    importer._cc = _NodeNamedLocations(importer._c, py_attr_tracker=importer._py_attr_tracker)
 
 
 def torch_op_named_in(message: str) -> str | None:

@@ -51,9 +51,14 @@ class CpuTarget(Target):
     default_pipeline: ClassVar[str] = "cpu"
 
     def compile(self, module: ir.Module, signature: GraphSignature, options,
-                stages: Stages) -> tuple[Callable, int]:
+                stages: Stages, resume_after: str | None = None) -> tuple[Callable, int]:
+        """See Target.compile. With `resume_after`, `module` is the output of that
+        stage of the default pipeline and only the stages after it run. When
+        options.check_accuracy is set, the host program keeps the kernel-forming stage and
+        its output (with locations) as `kernel_ir`, from which tessel.accuracy rebuilds
+        it with every kernel's result exposed."""
         abi = entry_point_abi(module)
-        module, kernels = self._run_pipelines(module, options.pipeline, stages)
+        module, kernels, kernel_ir = self._run_pipelines(module, options, stages, resume_after)
         with stages.timed("llvm-jit"):
             engine = ir.ExecutionEngine(module, opt_level=options.opt_level)
             runtime_symbols.register(engine, external_calls(module))
@@ -62,17 +67,27 @@ class CpuTarget(Target):
         stages.write("host_program.py", lambda: program.source)
         host = host_program.build(program, entry_point)
         host.engine = engine  # the JIT'd code lives as long as the host program
+        host.kernel_ir = kernel_ir
         return host, kernels
 
-    def _run_pipelines(self, module: ir.Module, pipeline: str | None,
-                       stages: Stages) -> tuple[ir.Module, int]:
+    def _run_pipelines(self, module: ir.Module, options, stages: Stages,
+                       resume_after: str | None
+                       ) -> tuple[ir.Module, int, tuple[str, str] | None]:
         """Run the pipeline one named stage at a time (one dump per stage); returns the
-        final module and the number of kernels, as formed in the stage that forms them."""
+        final module, the number of kernels, as formed in the stage that forms them,
+        and (if checking accuracy) that stage's name and output with locations."""
+        pipeline = options.pipeline
         elements = [pipeline] if pipeline is not None else top_level_elements(
             lookup_pipeline(self.default_pipeline))
-        kernels = 0
+        if resume_after is not None:
+            names = [element.split("{")[0] for element in elements]
+            elements = elements[names.index(resume_after) + 1:]
+        kernels, kernel_ir = 0, None
         for element in elements:
             name = "pipeline" if pipeline is not None else element.split("{")[0]
             module = stages.run_pipeline(module, name, element)
-            kernels = max(kernels, count_kernels(module))
-        return module, kernels
+            formed = count_kernels(module)
+            if formed > kernels and options.check_accuracy:
+                kernel_ir = (name, module.operation.get_asm(enable_debug_info=True))
+            kernels = max(kernels, formed)
+        return module, kernels, kernel_ir
