@@ -464,12 +464,90 @@ def digamma(x):
     return torch.where(negative & (x == torch.trunc(x)), math.nan, result)
 
 
+# Euler-Maclaurin denominators of the Hurwitz zeta tail (Cephes zeta's A: (2k)!/B_2k).
+_ZETA_TAIL = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+              7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+              -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18)
+
+
+def _hurwitz_zeta_of_positive(s: float, q):
+    """zeta(s, q) = sum over k >= 0 of (q + k)^-s for q > 0 (Cephes zeta): nine terms,
+    then the Euler-Maclaurin tail at w = q + 9 (both with a fixed trip count)."""
+    total = torch.pow(q, -s)
+    a = q
+    for _ in range(9):
+        a = a + 1.0
+        total = total + torch.pow(a, -s)
+    w = a
+    b = torch.pow(w, -s)
+    total = total + b * w / (s - 1.0) - 0.5 * b
+    factor, k = 1.0, 0.0
+    for denominator in _ZETA_TAIL:
+        factor *= s + k
+        b = b / w
+        total = total + factor * b / denominator
+        k += 1.0
+        factor *= s + k
+        b = b / w
+        k += 1.0
+    return total
+
+
+def _cot_derivative_polynomial(order: int) -> list[float]:
+    """Coefficients (lowest power first) of P with d^order/dx^order cot(pi x) =
+    P(cot(pi x)): P_0 = c, P_{k+1} = -pi (1 + c^2) P_k'(c)."""
+    poly = [0.0, 1.0]
+    for _ in range(order):
+        derivative = [i * c for i, c in enumerate(poly)][1:]
+        widened = derivative + [0.0, 0.0]
+        poly = [-math.pi * (widened[i] + (widened[i - 2] if i >= 2 else 0.0))
+                for i in range(len(widened))]
+    return poly
+
+
+@_float64_unary
+def _trigamma(x):
+    """polygamma(1, x) as eager's trigamma: reflection below 1/2 with sin(pi x) of
+    pi x rounded to float32 (near the poles that rounding sets the answer), six
+    recurrence steps, then the asymptotic series."""
+    reflect = x < 0.5
+    sine = torch.sin((x.to(torch.float32) * _as_float32(math.pi)).to(torch.float64))
+    result = torch.where(reflect, -(math.pi * math.pi) / (sine * sine), 0.0)
+    x = torch.where(reflect, 1.0 - x, x)
+    for _ in range(6):
+        result = result + 1.0 / (x * x)
+        x = x + 1.0
+    inverse_square = 1.0 / (x * x)
+    series = 1.0 / 6 - inverse_square * (1.0 / 30 - inverse_square * (1.0 / 42))
+    result = result + (1.0 + 1.0 / (2.0 * x) + inverse_square * series) / x
+    return torch.where(reflect, -result, result)
+
+
 def polygamma(n, x):
-    """polygamma of order 0 is digamma; higher orders keep the op (their Hurwitz zeta
-    needs a data-dependent number of terms for negative x)."""
-    if n != 0:
+    """polygamma: digamma for n = 0; for n >= 1, (-1)^(n+1) n! zeta(n+1, x) for x > 0
+    and the reflection formula psi_n(x) = (-1)^(n+1) ((-1)^n pi d^n/dx^n cot(pi x)
+    - psi_n(1 - x)) below, +-inf at the poles (x = 0, -1, ...) as eager. Order 1 is
+    eager's own trigamma."""
+    if n == 0:
+        return digamma(x)
+    if x.dtype not in _NARROW_FLOATS:
         return NotImplemented
-    return digamma(x)
+    if n == 1:
+        return _trigamma(x)
+    wide = x.to(torch.float64)
+    sign = 1.0 if n % 2 else -1.0
+    scale = sign * math.factorial(n)
+    positive = wide > 0
+    direct = scale * _hurwitz_zeta_of_positive(n + 1.0, torch.where(positive, wide, 1.0))
+    mirrored = scale * _hurwitz_zeta_of_positive(n + 1.0, torch.where(positive, 1.0, 1.0 - wide))
+    cot = 1.0 / torch.tan(math.pi * (wide - torch.round(wide)))
+    cot_derivative = torch.zeros_like(wide)
+    for c in reversed(_cot_derivative_polynomial(n)):
+        cot_derivative = cot_derivative * cot + c
+    reflected = sign * ((-1.0) ** n * math.pi * cot_derivative - mirrored)
+    result = torch.where(positive, direct, reflected)
+    pole = (wide <= 0) & (wide == torch.floor(wide))
+    return torch.where(pole, sign * math.inf, result).to(x.dtype)
 
 
 # Lanczos approximation (g = 7, 9 terms): |relative error| < 1e-15 for x >= 0.5.
