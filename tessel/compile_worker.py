@@ -44,6 +44,12 @@ class CompileWorker:
             [sys.executable, "-m", "tessel.compile_worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._stderr, env=environment)
 
+    def start(self) -> None:
+        """Start the process now, if it is not running, without waiting for it."""
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._start()
+
     def run(self, ir_text: str, pipeline: str, timeout_s: float, locations: bool) -> str:
         """The IR after `pipeline` (with locations if asked); raises PipelineError (a
         pass failed) or WorkerCrash."""
@@ -101,6 +107,10 @@ class CompileWorker:
 
 _worker = CompileWorker()
 atexit.register(_worker.close)
+
+
+def start_worker() -> None:
+    _worker.start()
 
 
 def run_in_worker(ir_text: str, pipeline: str, timeout_s: float = 600.0,

@@ -7,6 +7,7 @@ import functools
 import torch.fx
 from torch._dynamo.backends.common import aot_autograd
 
+from tessel.compile_worker import start_worker
 from tessel.frontend.compile_graph import compile_graph
 from tessel.frontend.decompositions import decomposition_table
 from tessel.options import parse_options
@@ -20,6 +21,9 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
     each of those graphs goes through `compile_graph`.
     """
     parsed = parse_options(mode, options)
+    if parsed.compile_in_worker:
+        # The worker's interpreter starts (~0.5 s) while aot_autograd traces the graph.
+        start_worker()
 
     def compiler(kind: str):
         return functools.partial(_compile, options=parsed, kind=kind)
