@@ -203,6 +203,7 @@ def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump, loca
                 try:
                     culprit = locate(*args)
                 except Exception as failure:  # the diagnosis must not break the program
+                    log.debug("tessel: bisecting graph %s failed", dump.graph_name, exc_info=True)
                     culprit = f"kernel bisection failed: {type(failure).__name__}: {failure}"
                 warnings.warn(f"tessel: graph {dump.graph_name} output {index} differs from "
                               f"eager{where}: {str(error).splitlines()[0]}; {culprit}",
