@@ -80,8 +80,8 @@ def _extreme_of_scalar(x, dim, keepdim=False):
     return aten.clone(x), torch.zeros_like(x, dtype=torch.int64)
 
 
-def _scan_of_scalar(x, dtype):
-    """cumsum/cumprod of a 0-d tensor: its value, in the scan's result dtype (integers
+def _accumulation_of_scalar(x, dtype):
+    """cumsum/cumprod/prod of a 0-d tensor: its value, in the result dtype (integers
     accumulate in int64)."""
     if dtype is None:
         dtype = x.dtype if x.is_floating_point() or x.is_complex() else torch.int64
@@ -92,14 +92,21 @@ def cumsum(x, dim, dtype=None):
     """cumsum of a 0-d tensor (torch-mlir's lowering needs a dimension to scan)."""
     if x.dim() != 0:
         return NotImplemented
-    return _scan_of_scalar(x, dtype)
+    return _accumulation_of_scalar(x, dtype)
+
+
+def prod_of_scalar(x, dim, keepdim=False, dtype=None):
+    """prod.dim_int of a 0-d tensor (torch-mlir's lowering needs a dimension)."""
+    if x.dim() != 0:
+        return NotImplemented
+    return _accumulation_of_scalar(x, dtype)
 
 
 def cumprod(x, dim, dtype=None):
     """cumprod of a 0-d tensor, or with a dtype argument (torch-mlir lowers it only
     without one)."""
     if x.dim() == 0:
-        return _scan_of_scalar(x, dtype)
+        return _accumulation_of_scalar(x, dtype)
     if dtype is None:
         return NotImplemented
     return aten.cumprod(x.to(dtype), dim)
@@ -312,6 +319,7 @@ def lowerable_decompositions() -> dict:
         aten.angle.default: angle,
         aten.cumprod.default: cumprod,
         aten.cumsum.default: cumsum,
+        aten.prod.dim_int: prod_of_scalar,
         aten.max.dim: _extreme_of_scalar,
         aten.min.dim: _extreme_of_scalar,
         aten.scatter.reduce: scatter_reduce_into,
