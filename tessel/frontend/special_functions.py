@@ -429,6 +429,78 @@ def ndtri(y):
     return torch.where((y < 0) | (y > 1), math.nan, result)
 
 
+# Airy Ai (Cephes airy): rational asymptotic forms in 1/zeta (x >= 2.09) and in z^2
+# (x < -2.09, oscillating), the Maclaurin series of its two parts in between.
+_AIRY_AN = (
+    0.346538101525629, 12.007595273964581, 76.27960536152345, 168.08922493463058,
+    159.75639135016442, 70.53609068404442, 14.026469116338967, 1.0)
+_AIRY_AD = (
+    0.5675945326387702, 14.75625625848472, 84.51389701414746, 177.31808814540045,
+    164.2346928715297, 71.47784008255756, 14.095913560783403, 1.0)
+_AIRY_AFN = (
+    -0.1316963234183318, -0.6264565444319123, -0.6931580360369335, -0.2797799815451191,
+    -0.04919001326095003, -0.004062659235948854, -0.0001592764962392621,
+    -2.776491081552329e-06, -1.6778769848911465e-08)
+_AIRY_AFD = (
+    13.356042070655324, 32.682503279522464, 26.736704094149957, 9.187074029072596,
+    1.4752914677166642, 0.11568717379518804, 0.004402916416152112, 7.547203482874142e-05,
+    4.5185009297058035e-07)
+_AIRY_AGN = (
+    0.01973399320916857, 0.39110302961568827, 1.0657989759959559, 0.9391692298166502,
+    0.35146565610554764, 0.06338889196289255, 0.005858041130483885, 0.000282851600836737,
+    6.98793669997261e-06, 8.117892395543892e-08, 3.415517847659236e-10)
+_AIRY_AGD = (
+    9.30892908077442, 19.835292871831214, 15.564662893286462, 5.476860694229755,
+    0.9542936116189619, 0.08645808263523921, 0.004126565238242226, 0.00010125908511650914,
+    1.1716673321441352e-06, 4.9183457006293e-09)
+
+
+@_float64_unary
+def airy_ai(x):
+    """Ai(x) (Cephes airy): NaN at +-inf, 0 beyond 103.892, as eager."""
+    left = x < -2.09
+    right = x >= 2.09
+    middle = ~(left | right)
+    # Each branch sees a harmless argument where another branch is taken.
+    xl = torch.where(left, x, -4.0)
+    xr = torch.where(right, x, 4.0)
+    xm = torch.where(middle, x, 0.0)
+
+    zeta_left = -2.0 * xl * torch.sqrt(-xl) / 3.0
+    z = 1.0 / zeta_left
+    square = z * z
+    # The phase as eager rounds it (float32): for large -x that rounding sets the answer.
+    x32 = xl.to(torch.float32)
+    t = ((-2.0 * x32 * torch.sqrt(-x32) / 3.0) + _as_float32(0.25 * math.pi)).to(torch.float64)
+    oscillating = (1.0 / math.sqrt(math.pi)) / torch.sqrt(torch.sqrt(-xl)) * (
+        torch.sin(t) * (1.0 + square * _polevl(square, _AIRY_AFN) / _polevl(square, _AIRY_AFD))
+        - torch.cos(t) * (z * _polevl(square, _AIRY_AGN) / _polevl(square, _AIRY_AGD)))
+
+    zeta_right = 2.0 * xr * torch.sqrt(xr) / 3.0
+    inverse = 1.0 / zeta_right
+    decaying = (1.0 / math.sqrt(math.pi)) * (_polevl(inverse, _AIRY_AN) / _polevl(inverse, _AIRY_AD)) / (
+        2.0 * torch.sqrt(torch.sqrt(xr)) * torch.exp(zeta_right))
+
+    # The two power series f and g (Ai = c1 f - c2 g); 20 terms pass float64 precision
+    # for |x| < 2.09.
+    cube = xm * xm * xm
+    f, g = torch.ones_like(xm), xm
+    m, n, k = torch.ones_like(xm), xm, 1.0
+    for _ in range(20):
+        m = m * cube / (k + 1.0)
+        n = n * cube / (k + 2.0)
+        m = m / (k + 2.0)
+        f = f + m
+        n = n / (k + 3.0)
+        g = g + n
+        k += 3.0
+    series = 0.355028053887817239260 * f - 0.258819403792806798405 * g
+
+    result = torch.where(left, oscillating, torch.where(right, decaying, series))
+    result = torch.where(x > 103.892, 0.0, result)
+    return torch.where(torch.isinf(x), math.nan, result)
+
+
 # Asymptotic series of digamma in 1/x^2 (Cephes psi), highest power first.
 _DIGAMMA_ASYMPTOTIC = (8.33333333333333333333E-2, -2.10927960927960927961E-2,
                        7.57575757575757575758E-3, -4.16666666666666666667E-3,
@@ -655,6 +727,7 @@ def special_decompositions() -> dict:
         aten.special_bessel_j1.default: bessel_j1,
         aten.special_bessel_y0.default: bessel_y0,
         aten.special_bessel_y1.default: bessel_y1,
+        aten.special_airy_ai.default: airy_ai,
         aten.digamma.default: digamma,
         aten.polygamma.default: polygamma,
         aten.lgamma.default: lgamma,
