@@ -16,12 +16,10 @@ from torch._prims_common import make_contiguous_strides_for
 aten = torch.ops.aten
 
 # PyTorch's own decompositions into ops torch-mlir lowers: copies of views (torch-mlir
-# lowers the views, not the `_copy` ops), scatters into views, and ops it has no
-# lowering for at all.
+# lowers the views, not the `_copy` ops) and ops it has no lowering for at all.
 TORCH_DECOMPOSED = [
     aten.view_copy, aten.permute_copy, aten.unbind_copy, aten.as_strided_copy,
-    aten.narrow_copy,
-    aten.addmv, aten.dist,
+    aten.narrow_copy, aten.addmv, aten.dist,
 ]
 
 
@@ -57,12 +55,14 @@ def fmin(a, b):
 
 def hypot(a, b):
     """sqrt(a^2 + b^2) in float64, so that squaring neither overflows nor underflows
-    where eager's std::hypot does not."""
+    where eager's std::hypot does not; inf wherever either is infinite, even with a
+    NaN (IEEE hypot)."""
     dtype = torch.promote_types(a.dtype, b.dtype)
     if dtype not in (torch.float32, torch.float16, torch.bfloat16):
         return NotImplemented
     a, b = a.to(torch.float64), b.to(torch.float64)
-    return torch.sqrt(a * a + b * b).to(dtype)
+    length = torch.sqrt(a * a + b * b)
+    return torch.where(torch.isinf(a) | torch.isinf(b), math.inf, length).to(dtype)
 
 
 def angle(x):
