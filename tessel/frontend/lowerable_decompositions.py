@@ -142,7 +142,7 @@ def _p_norm_of_differences(diff, p):
     """The p-norm over the last dimension of |differences|, as eager's distance kernels
     compute it (p = 0 counts nonzeros, p = inf takes the largest)."""
     if p == 0:
-        return (diff != 0).to(diff.dtype).sum(-1)
+        return torch.ceil(diff).clamp(max=1).sum(-1)  # eager's min(ceil(d), 1): NaN stays NaN
     if p == 1:
         return diff.sum(-1)
     if p == 2:
