@@ -135,12 +135,14 @@ def cdist(x1, x2, p, compute_mode):
         x1_padded = torch.cat([x1 * -2, x1_norm, torch.ones_like(x1_norm)], -1)
         x2_padded = torch.cat([x2, torch.ones_like(x2_norm), x2_norm], -1)
         return torch.matmul(x1_padded, x2_padded.mT).clamp_min(0).sqrt()
-    return _p_norm_of_differences((x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs(), p)
+    return _p_norm_of_differences((x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs(), p,
+                                  max_skips_nan=True)
 
 
-def _p_norm_of_differences(diff, p):
+def _p_norm_of_differences(diff, p, max_skips_nan: bool):
     """The p-norm over the last dimension of |differences|, as eager's distance kernels
-    compute it (p = 0 counts nonzeros, p = inf takes the largest)."""
+    compute it (p = 0 counts nonzeros, p = inf takes the largest; cdist's running
+    max from 0 passes over a NaN difference, pdist's does not)."""
     if p == 0:
         return torch.ceil(diff).clamp(max=1).sum(-1)  # eager's min(ceil(d), 1): NaN stays NaN
     if p == 1:
@@ -148,6 +150,8 @@ def _p_norm_of_differences(diff, p):
     if p == 2:
         return (diff * diff).sum(-1).sqrt()
     if p == float("inf"):
+        if max_skips_nan:
+            diff = torch.where(torch.isnan(diff), 0.0, diff)
         return diff.amax(-1)
     return diff.pow(p).sum(-1).pow(1.0 / p)
 
@@ -155,7 +159,7 @@ def _p_norm_of_differences(diff, p):
 def pdist(x, p=2.0):
     """_pdist_forward: distances between rows i < j, in row-major order of (i, j)."""
     rows, cols = torch.triu_indices(x.shape[0], x.shape[0], 1, device=x.device)
-    return _p_norm_of_differences((x[rows] - x[cols]).abs(), p)
+    return _p_norm_of_differences((x[rows] - x[cols]).abs(), p, max_skips_nan=False)
 
 
 def diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
