@@ -234,7 +234,7 @@ def put(x, index, source, accumulate=False):
     return flat.view(x.shape)
 
 
-# The pairwise rewrites below (cummax/cummin, logcumsumexp, searchsorted) compare every element with
+# The pairwise rewrites below (cummax/cummin, logcumsumexp) compare every element with
 # every other along a dimension: exact, but quadratic, so only up to this many pairs.
 MAX_PAIRWISE_ELEMENTS = 1 << 22
 
@@ -291,20 +291,29 @@ def logcumsumexp(x, dim):
 
 
 def searchsorted(sorted_sequence, values, out_int32=False, right=False, side=None, sorter=None):
-    """searchsorted as a count of the sorted elements below each value (at or below for
-    right=True), which is the binary search's answer on a sorted sequence (NaNs last)."""
+    """searchsorted as eager's binary search, step for step (bit_length(n) masked
+    steps), so that it answers as eager does even where NaNs make the sequence
+    unsorted for its comparison."""
     length = sorted_sequence.shape[-1]
-    if values.numel() * length > MAX_PAIRWISE_ELEMENTS:
-        return NotImplemented
+    dtype = torch.int32 if out_int32 else torch.int64
+    if length == 0:
+        return torch.zeros_like(values, dtype=dtype)
     if sorter is not None:
         sorted_sequence = sorted_sequence.gather(-1, sorter)
-    if sorted_sequence.dim() == 1:
-        boundaries = sorted_sequence.view((1,) * values.dim() + (length,))
-    else:
-        boundaries = sorted_sequence.unsqueeze(-2)
-    probe = values.unsqueeze(-1)
-    below = boundaries <= probe if (right or side == "right") else boundaries < probe
-    return below.sum(-1, dtype=torch.int32 if out_int32 else torch.int64)
+    one_row = sorted_sequence.dim() == 1
+    probes = values.reshape(1, -1) if one_row else values
+    rows = sorted_sequence.unsqueeze(0) if one_row else sorted_sequence
+    low = torch.zeros_like(probes, dtype=torch.int64)
+    high = torch.full_like(probes, length, dtype=torch.int64)
+    for _ in range(length.bit_length()):
+        active = low < high
+        middle = low + torch.div(high - low, 2, rounding_mode="floor")
+        middle_value = rows.gather(-1, middle.clamp(max=length - 1))
+        # eager: start = mid + 1 if !(mid_val >= val) (upper bound: !(mid_val > val))
+        goes_right = ~(middle_value > probes) if (right or side == "right") else ~(middle_value >= probes)
+        low = torch.where(active & goes_right, middle + 1, low)
+        high = torch.where(active & ~goes_right, middle, high)
+    return low.reshape(values.shape).to(dtype)
 
 
 def lowerable_decompositions() -> dict:
