@@ -8,6 +8,7 @@ only covers some inputs returns NotImplemented for the rest, which keeps the op 
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 from torch._decomp import get_decompositions
@@ -220,10 +221,31 @@ def index_reduce(x, dim, index, source, reduce, include_self=True):
     return aten.scatter_reduce.two(x, dim, expanded, source, reduce, include_self=include_self)
 
 
+# Set while a NaN-safe sort sorts its NaN-free key: that inner sort goes to
+# torch-mlir's sort instead of back into the decomposition.
+_sorting_nan_free_key = threading.local()
+
+
+def sort(x, dim=-1, descending=False, *, stable=None):
+    """sort with eager's NaN order (NaN last ascending, first descending), equal
+    elements kept in order: torch-mlir's sort is stable (checked against eager's with
+    many ties) but orders NaNs wrongly, so sort the values with NaNs zeroed, then
+    stably by NaN-ness."""
+    if not x.is_floating_point() or getattr(_sorting_nan_free_key, "active", False):
+        return NotImplemented
+    is_nan = torch.isnan(x)
+    _sorting_nan_free_key.active = True
+    try:
+        _, by_value = aten.sort.default(torch.where(is_nan, 0.0, x), dim, descending)
+    finally:
+        _sorting_nan_free_key.active = False
+    _, by_nan = aten.sort.default(is_nan.gather(dim, by_value).to(torch.int8), dim, descending)
+    order = by_value.gather(dim, by_nan)
+    return x.gather(dim, order), order
+
+
 def sort_stable(x, *, stable=None, dim=-1, descending=False):
-    """sort with a `stable` flag as plain sort: torch-mlir's sort keeps equal elements
-    in order (checked against eager's stable sort, ascending and descending)."""
-    return aten.sort.default(x, dim, descending)
+    return sort(x, dim, descending)
 
 
 def put(x, index, source, accumulate=False):
@@ -344,6 +366,7 @@ def lowerable_decompositions() -> dict:
         aten.empty_strided.default: empty_strided,
         aten.index_reduce.default: index_reduce,
         aten.put.default: put,
+        aten.sort.default: sort,
         aten.sort.stable: sort_stable,
         aten.cummax.default: cummax,
         aten.cummin.default: cummin,
