@@ -1,4 +1,4 @@
-// RUN: %opt %s --split-input-file -p fuse-tiles,canonicalize,cse | filecheck %s
+// RUN: %opt %s --split-input-file -p "fuse-tiles{cores=2}" | filecheck %s
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -109,4 +109,60 @@ func.func @negative_shared_producer(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>
     linalg.yield %v : f32
   } -> tensor<16x32xf32>
   return %exp, %neg : tensor<16x32xf32>, tensor<16x32xf32>
+}
+
+// -----
+
+// A matmul joins its epilogue's group, split by rows: each tile (a block of rows, one
+// per core: cores=2 here) computes its rows of the gemm and applies bias + relu to them.
+// (The pipeline generalizes fills first, which then fuse too; a named fill stays out.)
+// CHECK-LABEL: func.func @matmul_bias_relu
+// CHECK:         %[[ZERO:.*]] = linalg.fill
+// CHECK:         scf.forall (%[[I:.*]]) in (2)
+// CHECK:           %[[ROWS:.*]] = tensor.extract_slice %{{.*}}[%{{.*}}, 0] [32, 256] [1, 1]
+// CHECK:           %[[INIT:.*]] = tensor.extract_slice %[[ZERO]]
+// CHECK:           %[[PRODUCT:.*]] = linalg.matmul ins(%[[ROWS]], %{{.*}} : tensor<32x256xf32>, tensor<256x512xf32>) outs(%[[INIT]]
+// CHECK:           linalg.generic {{.*}} ins(%[[PRODUCT]], %{{.*}} : tensor<32x512xf32>, tensor<512xf32>)
+// CHECK:             arith.addf
+// CHECK:             arith.maximumf
+// CHECK-NOT:     linalg.matmul
+func.func @matmul_bias_relu(%x: tensor<64x256xf32>, %w: tensor<256x512xf32>, %b: tensor<512xf32>) -> tensor<64x512xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x512xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<64x256xf32>, tensor<256x512xf32>) outs(%init : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %b : tensor<64x512xf32>, tensor<512xf32>) outs(%e : tensor<64x512xf32>) {
+  ^bb0(%m: f32, %bias: f32, %out: f32):
+    %s = arith.addf %m, %bias : f32
+    %relu = arith.maximumf %s, %zero : f32
+    linalg.yield %relu : f32
+  } -> tensor<64x512xf32>
+  return %r : tensor<64x512xf32>
+}
+
+// -----
+
+// A gemm whose result is also returned (another user) stays a whole library call.
+// CHECK-LABEL: func.func @negative_gemm_with_another_user
+// CHECK-NOT:     scf.forall
+// CHECK:         %[[MM:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<64x256xf32>, tensor<256x512xf32>)
+// CHECK:         linalg.generic {{.*}} ins(%[[MM]], %{{.*}} : tensor<64x512xf32>, tensor<512xf32>)
+// CHECK:         return %{{.*}}, %[[MM]]
+func.func @negative_gemm_with_another_user(%x: tensor<64x256xf32>, %w: tensor<256x512xf32>, %b: tensor<512xf32>) -> (tensor<64x512xf32>, tensor<64x512xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x512xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<64x256xf32>, tensor<256x512xf32>) outs(%init : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %b : tensor<64x512xf32>, tensor<512xf32>) outs(%e : tensor<64x512xf32>) {
+  ^bb0(%m: f32, %bias: f32, %out: f32):
+    %s = arith.addf %m, %bias : f32
+    linalg.yield %s : f32
+  } -> tensor<64x512xf32>
+  return %r, %mm : tensor<64x512xf32>, tensor<64x512xf32>
 }

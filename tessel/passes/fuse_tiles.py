@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.contractions import is_contraction
 from tessel.passes.registry import ModulePass, register
+from tessel.passes.tile_for_threads import loop_ranges
 from tessel.passes.transform_script import TransformError, apply_transform_script
 
 OP_ID = "tessel.op_id"
@@ -19,19 +21,28 @@ class _Node:
     op_id: int
     maps: list           # indexing maps: one per operand (inputs, then outputs)
     parallel: list[bool]  # per loop dim
+    contraction: bool    # a gemm (library call): joins a group only as a producer
 
 
 @dataclass
 class FusionGroup:
     root: _Node
-    tiled_dim: int | None                 # root loop dim tiled by 1, None: not tiled
+    tiled_dim: int | None                 # root loop dim tiled, None: not tiled
     producers: list[_Node]                # fused into the root's loop, consumer first
+    tile_size: int = 1                    # along tiled_dim
+
+    @property
+    def has_contraction(self) -> bool:
+        return any(p.contraction for p in self.producers)
 
 
 def _node(op: ir.Operation, op_id: int) -> _Node:
     maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
-    parallel = ["parallel" in str(a) for a in op.attributes["iterator_types"]]
-    return _Node(op, op_id, maps, parallel)
+    if "iterator_types" in op.attributes:
+        parallel = ["parallel" in str(a) for a in op.attributes["iterator_types"]]
+    else:  # named matmul / batch_matmul: the last loop dim is the reduction
+        parallel = [True] * (maps[0].n_dims - 1) + [False]
+    return _Node(op, op_id, maps, parallel, is_contraction(op))
 
 
 def _operation(owner) -> ir.Operation | None:
@@ -76,15 +87,23 @@ class FuseTilesPass(ModulePass):
     (4) it does not initialize the root's result (that init becomes the loop's output);
     (5) it has one result (another result could be read whole by some consumer).
     Each group becomes one loop nest, i.e. one kernel: softmax and layer_norm become one.
+
+    A gemm (a contraction, later a library call) never roots a group, but joins its
+    epilogue's group as a producer when the tiled dim is its first loop dim (rows of a
+    matmul, images of a batched one): each tile then makes one gemm call on a block of
+    rows and runs the epilogue (bias, activation, residual, cast) on it while it is in
+    cache. Such groups are tiled in `cores` blocks of rows (0: the machine's cores),
+    one gemm call per thread, instead of by single rows.
     """
 
     name: ClassVar[str] = "fuse-tiles"
+    cores: int = 0
 
     def run(self, module: ir.Operation) -> None:
         groups = []
         for op in module.regions[0].blocks[0].operations:
             if op.operation.name == "func.func" and op.regions[0].blocks:
-                groups += self.plan(op.regions[0].blocks[0])
+                groups += self.plan(op.regions[0].blocks[0], self.cores or os.cpu_count() or 1)
         for group in groups:
             script = _script(group)
             if not script:
@@ -99,14 +118,13 @@ class FuseTilesPass(ModulePass):
         self._clear_ids(module)
 
     @staticmethod
-    def plan(block: ir.Block) -> list[FusionGroup]:
-        """Assign every linalg.generic of the block to a fusion group."""
+    def plan(block: ir.Block, cores: int) -> list[FusionGroup]:
+        """Assign every linalg.generic of the block to a fusion group (and gemms to the
+        group of their epilogue, where they qualify)."""
         nodes: dict[ir.Operation, _Node] = {}
         with block.owner.context:
             for op in block.operations:
-                # Contractions become library calls: they join no group and are not
-                # tiled, so each keeps its whole matrix for one gemm.
-                if op.operation.name == "linalg.generic" and not is_contraction(op.operation):
+                if op.operation.name == "linalg.generic" or is_contraction(op.operation):
                     node = _node(op.operation, len(nodes))
                     op.operation.attributes[OP_ID] = ir.IntegerAttr.get(
                         ir.IntegerType.get_signless(64), node.op_id)
@@ -116,8 +134,8 @@ class FuseTilesPass(ModulePass):
         assigned: dict[ir.Operation, FusionGroup] = {}
         groups = []
         for op in reversed(list(nodes)):
-            if op in assigned:
-                continue
+            if op in assigned or nodes[op].contraction:
+                continue  # a gemm left alone stays one whole library call
             root = nodes[op]
             parallel_dims = [d for d, p in enumerate(root.parallel) if p]
             tiled = parallel_dims[0] if len(root.parallel) >= 2 and parallel_dims else None
@@ -126,6 +144,8 @@ class FuseTilesPass(ModulePass):
             groups.append(group)
             if tiled is not None:
                 _grow(group, nodes, users, assigned)
+                if group.has_contraction:
+                    group.tile_size = _gemm_rows_per_tile(root.op, tiled, cores)
         return groups
 
     @staticmethod
@@ -159,13 +179,21 @@ def _grow(group: FusionGroup, nodes, users, assigned) -> None:
                 if not (is_fill or users[producer_op] <= set(tiled_dims)):
                     continue
                 producer_dim = _tiled_producer_dim(consumer, consumer_dim, index, producer)
-                if producer_dim is None:
-                    continue
+                if producer_dim is None or (producer.contraction and producer_dim != 0):
+                    continue  # a gemm is split by rows (or batch) only: whole-row blocks
                 tiled_dims[producer_op] = producer_dim
                 group.producers.append(producer)
                 if not is_fill:
                     assigned[producer_op] = group
                 changed = True
+
+
+def _gemm_rows_per_tile(root: ir.Operation, dim: int, cores: int) -> int:
+    """Rows per tile for a group holding a gemm: one block of rows per core, so that
+    each thread makes one gemm call on it (a call per row would be a matrix-vector
+    product, far slower); dynamic sizes get blocks of 32 rows."""
+    extent = loop_ranges(root)[dim]
+    return -(-extent // cores) if extent else 32
 
 
 def _match(name: str, op_id: int) -> str:
@@ -178,7 +206,8 @@ def _script(group: FusionGroup) -> list[str]:
     if group.tiled_dim is None or not group.producers:
         return []
     root = group.root
-    sizes = ", ".join("1" if d == group.tiled_dim else "0" for d in range(len(root.parallel)))
+    sizes = ", ".join(str(group.tile_size) if d == group.tiled_dim else "0"
+                      for d in range(len(root.parallel)))
     g = f"g{root.op_id}"
     lines = [
         _match(f"{g}_root", root.op_id),
