@@ -14,12 +14,14 @@ from torch._functorch.aot_autograd import make_boxed_func
 from tessel import counters
 from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
+from tessel.frontend.explicit_reshapes import make_reshapes_explicit
 from tessel.frontend.importer import import_graph, torch_op_named_in
+from tessel.frontend.noop_views import remove_noop_expands
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
 from tessel.options import Options
 from tessel.stages import CompileFailure, Stages
-from tessel.targets.base import get_target
+from tessel.targets.base import RuntimeCheckFailed, get_target
 
 log = logging.getLogger("tessel")
 
@@ -45,7 +47,7 @@ def resolve_target(options: Options, gm: torch.fx.GraphModule) -> str:
 
 def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
     with stages.timed("prepare"):
-        import_module, signature = prepare_graph(gm)
+        import_module, signature = prepare_graph(make_reshapes_explicit(remove_noop_expands(gm)))
         target = get_target(resolve_target(options, gm))
     with stages.timed("import"):
         try:
@@ -126,7 +128,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         log.info("tessel: compiled graph %s into %d kernel(s)", dump.graph_name, kernels)
         if options.check_accuracy:
             host = _checked_against_eager(host, gm, dump, locate)
-        return dump.graph_name, host
+        return dump.graph_name, _eager_when_a_check_fails(host, gm, dump.graph_name, options)
 
     op = failure.op or "graph"
     summary = _first_error_line(failure.message)
@@ -183,6 +185,30 @@ def _as_module_call(compiled, piece: torch.fx.GraphModule):
         results = compiled(*args)
         return results[0] if single else results
     return call
+
+
+def _eager_when_a_check_fails(host, gm: torch.fx.GraphModule, graph_name: str,
+                              options: Options):
+    """`host`, answering a call with eager `gm` when a runtime check of the compiled
+    code fails (sizes torch-mlir's lowering cannot handle; see report-failed-checks):
+    the program keeps working, with one warning per graph. With fallback=False, the
+    failure is raised."""
+    warned = False
+
+    def guarded(*args):
+        nonlocal warned
+        try:
+            return host(*args)
+        except RuntimeCheckFailed as failure:
+            if not options.fallback:
+                raise
+            if not warned:
+                warned = True
+                counters.record_fallback(f"{graph_name}: runtime check: {failure}")
+                warnings.warn(f"tessel: graph {graph_name} runs eagerly for this call: "
+                              f"{failure}", stacklevel=2)
+            return gm(*args)
+    return guarded
 
 
 def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump, locate):

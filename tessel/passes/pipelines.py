@@ -68,6 +68,7 @@ register_pipeline(
     "func.func(convert-linalg-to-loops),"
     "func.func(lower-affine),"
     "convert-scf-to-cf,"
+    "report-failed-checks,"
     "func.func(refback-expand-ops-for-llvm),"
     "func.func(arith-expand),"
     "func.func(convert-math-to-llvm),"

@@ -38,6 +38,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.prefer_vector_width",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.reciprocal_division",
+    "tessel.passes.report_failed_checks",
     "tessel.passes.tile_for_threads",
 )
 

@@ -12,6 +12,10 @@ from tessel import ir
 _TARGETS = {"cpu": "tessel.targets.cpu.target:CpuTarget"}
 
 
+class RuntimeCheckFailed(RuntimeError):
+    """A runtime check of compiled code failed (sizes the lowering cannot handle)."""
+
+
 class Target(ABC):
     """Turns linalg-on-tensors IR plus a graph signature into a callable host program."""
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from tessel.frontend.signature import GraphSignature, ScalarInput, TensorInput
+from tessel.targets.base import RuntimeCheckFailed
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ def generate(signature: GraphSignature, abi: EntryPointAbi, graph_name: str) -> 
         body.append("with _slots_lock:")
         body.append(f"    _slots[0:{offset}] = ({', '.join(slot_values)},)")
         body.append("    _entry_point(_argv)")
+        body.append("    if _failed_checks:")
+        body.append("        raise _check_failure()")
     for index, result in enumerate(signature.results):
         if result.stride is not None:
             # Eager returns this output strided; callers may rely on its layout.
@@ -90,8 +93,18 @@ def generate(signature: GraphSignature, abi: EntryPointAbi, graph_name: str) -> 
     return HostProgram("\n".join(lines) + "\n", arguments, offset)
 
 
-def build(program: HostProgram, entry_point) -> callable:
-    """Execute the host program with its slots wired to `entry_point`."""
+def build(program: HostProgram, entry_point, failed_checks: list[int],
+          check_messages: list[str]) -> callable:
+    """Execute the host program with its slots wired to `entry_point`. The compiled
+    code appends to `failed_checks` the id of each runtime check that failed (its
+    message is `check_messages[id]`); the host program then raises RuntimeCheckFailed."""
+
+    def check_failure() -> RuntimeCheckFailed:
+        messages = [check_messages[i] for i in failed_checks]
+        failed_checks.clear()
+        return RuntimeCheckFailed("tessel: a runtime check of the compiled graph failed: "
+                                  + "; ".join(messages))
+
     arguments = program.arguments
     slots = (ctypes.c_int64 * max(program.slot_count, 1))()
     base = ctypes.addressof(slots)
@@ -111,6 +124,7 @@ def build(program: HostProgram, entry_point) -> callable:
         "torch": torch, "_empty": torch.empty, "_empty_strided": torch.empty_strided,
         "_float_bits": _float_bits, "_slots": slots, "_argv": argv,
         "_slots_lock": threading.Lock(),
+        "_failed_checks": failed_checks, "_check_failure": check_failure,
         "_entry_point": entry_point,
         # Keep the ctypes arrays alive as long as the host program.
         "_descriptor_pointers": descriptor_pointers,

@@ -17,6 +17,7 @@ import torch
 
 from tessel import ir
 from tessel.passes.launch_with_openmp import OPENMP_DECLARATIONS
+from tessel.passes.report_failed_checks import CHECK_FAILED
 
 # symbol -> (library file pattern in torch/lib, the pass whose code calls it)
 RUNTIME_SYMBOLS = {
@@ -45,9 +46,16 @@ def symbol_addresses() -> dict[str, int]:
     return addresses
 
 
-def register(engine: ir.ExecutionEngine, called: set[str]) -> None:
-    """Register the runtime symbols among `called`; the process resolves the rest (libc,
-    libm). A runtime symbol this torch build lacks is a clear error."""
+# void tessel_check_failed(int64_t id): called by compiled code for a failed check.
+CHECK_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+
+
+def register(engine: ir.ExecutionEngine, called: set[str], report_check) -> None:
+    """Register the runtime symbols among `called`, and `report_check` (a CHECK_CALLBACK)
+    as tessel_check_failed; the process resolves the rest (libc, libm). A runtime
+    symbol this torch build lacks is a clear error."""
+    if CHECK_FAILED in called:
+        engine.raw_register_runtime(CHECK_FAILED, ctypes.cast(report_check, ctypes.c_void_p))
     available = symbol_addresses()
     for name in called & set(RUNTIME_SYMBOLS):
         if name not in available:

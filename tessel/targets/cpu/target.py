@@ -9,6 +9,7 @@ from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import KERNEL_OPS
 from tessel.passes.pipeline import top_level_elements
 from tessel.passes.registry import lookup_pipeline
+from tessel.passes.report_failed_checks import CHECK_MESSAGES
 from tessel.stages import Stages
 from tessel.targets.base import Target
 from tessel.targets.cpu import host_program, runtime_symbols
@@ -41,6 +42,14 @@ def external_calls(module: ir.Module) -> set[str]:
             if op.operation.name == "llvm.func" and not op.operation.regions[0].blocks}
 
 
+def check_messages(module: ir.Module) -> list[str]:
+    """The message of each runtime check, by id (report-failed-checks pass)."""
+    attributes = module.operation.attributes
+    if CHECK_MESSAGES not in attributes:
+        return []
+    return [ir.StringAttr(m).value for m in ir.ArrayAttr(attributes[CHECK_MESSAGES])]
+
+
 def count_kernels(module: ir.Module) -> int:
     """tkern.kernel and tkern.library_call ops: the kernels `form-kernels` made."""
     return len(ir.ops_where(module.operation, lambda op: op.name in KERNEL_OPS))
@@ -59,14 +68,18 @@ class CpuTarget(Target):
         it with every kernel's result exposed."""
         abi = entry_point_abi(module)
         module, kernels, kernel_ir = self._run_pipelines(module, options, stages, resume_after)
+        failed_checks: list[int] = []
+        # The compiled code reports a failed runtime check through this function.
+        report_check = runtime_symbols.CHECK_CALLBACK(failed_checks.append)
         with stages.timed("llvm-jit"):
             engine = ir.ExecutionEngine(module, opt_level=options.opt_level)
-            runtime_symbols.register(engine, external_calls(module))
+            runtime_symbols.register(engine, external_calls(module), report_check)
             entry_point = engine.lookup(ENTRY_POINT)
         program = host_program.generate(signature, abi, stages.dump.graph_name)
         stages.write("host_program.py", lambda: program.source)
-        host = host_program.build(program, entry_point)
-        host.engine = engine  # the JIT'd code lives as long as the host program
+        host = host_program.build(program, entry_point, failed_checks, check_messages(module))
+        # The JIT'd code and its callback live as long as the host program.
+        host.engine, host.report_check = engine, report_check
         host.kernel_ir = kernel_ir
         return host, kernels
 
