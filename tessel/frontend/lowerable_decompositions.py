@@ -7,6 +7,7 @@ only covers some inputs returns NotImplemented for the rest, which keeps the op 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 
@@ -24,6 +25,24 @@ TORCH_DECOMPOSED = [
 ]
 
 
+# Set while a NaN-safe rewrite calls the op it rewrites on NaN-free input: that inner
+# call goes to torch-mlir's lowering instead of back into the rewrite.
+_calling_torch_mlir = threading.local()
+
+
+@contextlib.contextmanager
+def _torch_mlir_lowering():
+    _calling_torch_mlir.active = True
+    try:
+        yield
+    finally:
+        _calling_torch_mlir.active = False
+
+
+def _inside_rewrite() -> bool:
+    return getattr(_calling_torch_mlir, "active", False)
+
+
 def _reduction_of_scalar(x, dim=None, keepdim=False):
     """amax/amin of a 0-d tensor (torch-mlir's lowering needs a dimension to reduce)."""
     if x.dim() != 0:
@@ -31,11 +50,44 @@ def _reduction_of_scalar(x, dim=None, keepdim=False):
     return aten.clone(x)
 
 
-def _index_reduction_of_scalar(x, dim=None, keepdim=False):
-    """argmax/argmin of a 0-d tensor: index 0."""
-    if x.dim() != 0:
+def _first_extreme_index(reduce_index, x, dim, keepdim):
+    """argmax/argmin as eager: a NaN counts as the extreme (the first NaN's index wins),
+    which torch-mlir's compare-and-select reduction misses; 0 for a 0-d tensor."""
+    if x.dim() == 0:
+        return torch.zeros_like(x, dtype=torch.int64)
+    if not x.is_floating_point() or _inside_rewrite():
         return NotImplemented
-    return torch.zeros_like(x, dtype=torch.int64)
+    if dim is None:
+        index = _first_extreme_index(reduce_index, x.flatten(), 0, False)
+        return index.view([1] * x.dim()) if keepdim else index
+    is_nan = torch.isnan(x)
+    first_nan = aten.argmax.default(is_nan.to(torch.int8), dim, keepdim)
+    with _torch_mlir_lowering():
+        among_numbers = reduce_index(torch.where(is_nan, 0.0, x), dim, keepdim)
+    return torch.where(is_nan.any(dim, keepdim=keepdim), first_nan, among_numbers)
+
+
+def argmax(x, dim=None, keepdim=False):
+    return _first_extreme_index(aten.argmax.default, x, dim, keepdim)
+
+
+def argmin(x, dim=None, keepdim=False):
+    return _first_extreme_index(aten.argmin.default, x, dim, keepdim)
+
+
+def max_with_index(x, dim, keepdim=False):
+    """max.dim: amax (which keeps NaNs) and argmax's index; 0-d tensors included."""
+    if x.dim() != 0 and not x.is_floating_point():
+        return NotImplemented
+    values = aten.clone(x) if x.dim() == 0 else torch.amax(x, dim, keepdim)
+    return values, argmax(x, dim, keepdim)
+
+
+def min_with_index(x, dim, keepdim=False):
+    if x.dim() != 0 and not x.is_floating_point():
+        return NotImplemented
+    values = aten.clone(x) if x.dim() == 0 else torch.amin(x, dim, keepdim)
+    return values, argmin(x, dim, keepdim)
 
 
 def _truth_of_scalar(x, dim=None, keepdim=False):
@@ -43,6 +95,45 @@ def _truth_of_scalar(x, dim=None, keepdim=False):
     if x.dim() != 0 or x.dtype == torch.uint8:  # uint8 input gives a uint8 result
         return NotImplemented
     return x != 0
+
+
+def _larger(a, b):
+    """maximum with eager's NaN rule (a NaN on either side wins). torch-mlir lowers
+    maximum, minimum and clamp to compare-and-select, which drops a NaN on one side."""
+    return torch.where(torch.isnan(a) | (a > b), a, b)
+
+
+def _smaller(a, b):
+    return torch.where(torch.isnan(a) | (a < b), a, b)
+
+
+def maximum(a, b):
+    return _larger(a, b)
+
+
+def minimum(a, b):
+    return _smaller(a, b)
+
+
+def clamp(x, min=None, max=None):
+    """clamp as eager's min(max(x, min), max): NaN in x or in a bound gives NaN."""
+    if min is not None:
+        x = _larger(x, min)
+    if max is not None:
+        x = _smaller(x, max)
+    return x
+
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    return clamp(x, min_val, max_val)
+
+
+def clamp_min(x, min):
+    return _larger(x, min)
+
+
+def clamp_max(x, max):
+    return _smaller(x, max)
 
 
 def fmax(a, b):
@@ -72,13 +163,6 @@ def angle(x):
         return NotImplemented
     phase = torch.where(x < 0, torch.pi, 0.0).to(x.dtype)
     return torch.where(torch.isnan(x), x, phase)
-
-
-def _extreme_of_scalar(x, dim, keepdim=False):
-    """max.dim/min.dim of a 0-d tensor: the value, at index 0."""
-    if x.dim() != 0:
-        return NotImplemented
-    return aten.clone(x), torch.zeros_like(x, dtype=torch.int64)
 
 
 def _accumulation_of_scalar(x, dtype):
@@ -221,9 +305,6 @@ def index_reduce(x, dim, index, source, reduce, include_self=True):
     return aten.scatter_reduce.two(x, dim, expanded, source, reduce, include_self=include_self)
 
 
-# Set while a NaN-safe sort sorts its NaN-free key: that inner sort goes to
-# torch-mlir's sort instead of back into the decomposition.
-_sorting_nan_free_key = threading.local()
 
 
 def sort(x, dim=-1, descending=False, *, stable=None):
@@ -231,14 +312,11 @@ def sort(x, dim=-1, descending=False, *, stable=None):
     elements kept in order: torch-mlir's sort is stable (checked against eager's with
     many ties) but orders NaNs wrongly, so sort the values with NaNs zeroed, then
     stably by NaN-ness."""
-    if not x.is_floating_point() or getattr(_sorting_nan_free_key, "active", False):
+    if not x.is_floating_point() or _inside_rewrite():
         return NotImplemented
     is_nan = torch.isnan(x)
-    _sorting_nan_free_key.active = True
-    try:
+    with _torch_mlir_lowering():
         _, by_value = aten.sort.default(torch.where(is_nan, 0.0, x), dim, descending)
-    finally:
-        _sorting_nan_free_key.active = False
     _, by_nan = aten.sort.default(is_nan.gather(dim, by_value).to(torch.int8), dim, descending)
     order = by_value.gather(dim, by_nan)
     return x.gather(dim, order), order
@@ -344,10 +422,19 @@ def lowerable_decompositions() -> dict:
     table.update({
         aten.amax.default: _reduction_of_scalar,
         aten.amin.default: _reduction_of_scalar,
-        aten.argmax.default: _index_reduction_of_scalar,
-        aten.argmin.default: _index_reduction_of_scalar,
+        aten.argmax.default: argmax,
+        aten.argmin.default: argmin,
         aten.all.dim: _truth_of_scalar,
         aten.any.dim: _truth_of_scalar,
+        aten.maximum.default: maximum,
+        aten.minimum.default: minimum,
+        aten.clamp.default: clamp,
+        aten.clamp.Tensor: clamp,
+        aten.hardtanh.default: hardtanh,
+        aten.clamp_min.default: clamp_min,
+        aten.clamp_min.Tensor: clamp_min,
+        aten.clamp_max.default: clamp_max,
+        aten.clamp_max.Tensor: clamp_max,
         aten.fmax.default: fmax,
         aten.fmin.default: fmin,
         aten.hypot.default: hypot,
@@ -355,8 +442,8 @@ def lowerable_decompositions() -> dict:
         aten.cumprod.default: cumprod,
         aten.cumsum.default: cumsum,
         aten.prod.dim_int: prod_of_scalar,
-        aten.max.dim: _extreme_of_scalar,
-        aten.min.dim: _extreme_of_scalar,
+        aten.max.dim: max_with_index,
+        aten.min.dim: min_with_index,
         aten.scatter.reduce: scatter_reduce_into,
         aten.scatter.value_reduce: scatter_value_reduce_into,
         aten._cdist_forward.default: cdist,
