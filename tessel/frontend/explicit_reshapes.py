@@ -73,8 +73,8 @@ def make_reshapes_explicit(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         if not before.is_contiguous():
             continue
         steps = _steps([_expr(s) for s in before.shape], [_expr(s) for s in value.shape])
-        if not steps:
-            continue
+        if not steps or any(kind == "split" for kind, _, _ in steps):
+            continue  # torch-mlir lowers splitting views right, but not prims.split_dim
         # A split's outer size is output dim `dim`: the view's own size argument there
         # (an int or the graph's SymInt node), unless it is -1 (inferred).
         requested = list(node.args[1])
