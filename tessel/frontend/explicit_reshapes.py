@@ -1,17 +1,13 @@
-"""Rewrite dynamic-shape views as explicit dim collapses and splits before import.
+"""Rewrite dynamic-shape views that merge dims as explicit collapses before import.
 
 torch-mlir lowers `aten.view` by matching input to output dims; with dynamic dims it
 can guess the grouping wrong. Viewing an `[s0, s1, 16]` tensor as `[s0*s1, 16]`
 lowers to a cast of the input to `[?, 1, 16]` and a collapse of the wrong dims: no
 check fires, and the answer is silently wrong (nn.Linear on a 3-D input with
-dynamic=True). Here every view with a dynamic size whose output dims are products of
-consecutive input dims (or the reverse) becomes `prims.collapse` / `prims.split_dim`
-nodes, which name the dims they merge or split, so nothing is left to guess.
-
-torch-mlir 20261001 does not lower those two with dynamic sizes yet (it builds an
-invalid tensor.expand_shape): such graphs then fail to compile and run eagerly, with
-a warning, which is right where the view's lowering would have been silently wrong.
-(aten.flatten/unflatten instead are decomposed back into the same views.)
+dynamic=True). Here every such view, whose output dims are products of consecutive
+input dims, becomes `prims.collapse` nodes, which name the dims they merge, so
+nothing is left to guess. Views that split dims stay: torch-mlir lowers those right,
+while its `prims.split_dim` lowering builds invalid IR for dynamic sizes.
 """
 
 from __future__ import annotations
