@@ -26,30 +26,22 @@ def _expr(size) -> sympy.Expr:
     return sympy.expand(size.node.expr if isinstance(size, torch.SymInt) else sympy.Integer(size))
 
 
-def _steps(before: list[sympy.Expr], after: list[sympy.Expr]) -> list[tuple] | None:
-    """Collapses ("collapse", start, end) and splits ("split", dim, outer size) that turn
-    shape `before` into `after`, dim by dim from the left; None if the view is not a
-    sequence of such merges and splits."""
-    current, steps, dim = list(before), [], 0
+def _collapses(before: list[sympy.Expr], after: list[sympy.Expr]) -> list[tuple[int, int]] | None:
+    """The (start, end) dim ranges to collapse, left to right, that turn shape `before`
+    into `after`; None if the view is not only such merges (a split, say)."""
+    current, collapses, dim = list(before), [], 0
     while dim < len(after):
         if dim >= len(current):
             return None
-        if current[dim] == after[dim]:
-            dim += 1
-            continue
-        merged = next((end for end in range(dim + 1, len(current))
-                       if sympy.expand(math.prod(current[dim:end + 1])) == after[dim]), None)
-        if merged is not None:
-            steps.append(("collapse", dim, merged))
-            current[dim:merged + 1] = [after[dim]]
-            continue
-        remainder = sympy.simplify(current[dim] / after[dim])
-        if remainder.is_integer is False or remainder == current[dim]:
-            return None
-        steps.append(("split", dim, after[dim]))
-        current[dim:dim + 1] = [after[dim], sympy.expand(remainder)]
+        if current[dim] != after[dim]:
+            end = next((end for end in range(dim + 1, len(current))
+                        if sympy.expand(math.prod(current[dim:end + 1])) == after[dim]), None)
+            if end is None:
+                return None
+            collapses.append((dim, end))
+            current[dim:end + 1] = [after[dim]]
         dim += 1
-    return steps if len(current) == len(after) else None
+    return collapses if len(current) == len(after) else None
 
 
 def make_reshapes_explicit(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -68,27 +60,15 @@ def make_reshapes_explicit(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             continue  # static views lower correctly
         if not before.is_contiguous():
             continue
-        steps = _steps([_expr(s) for s in before.shape], [_expr(s) for s in value.shape])
-        if not steps or any(kind == "split" for kind, _, _ in steps):
-            continue  # torch-mlir lowers splitting views right, but not prims.split_dim
-        # A split's outer size is output dim `dim`: the view's own size argument there
-        # (an int or the graph's SymInt node), unless it is -1 (inferred).
-        requested = list(node.args[1])
-        if any(kind == "split" and not (isinstance(requested[dim], torch.fx.Node)
-                                        or requested[dim] >= 0)
-               for kind, dim, _ in steps):
+        collapses = _collapses([_expr(s) for s in before.shape], [_expr(s) for s in value.shape])
+        if not collapses:
             continue
         current, fake = source, before
         with gm.graph.inserting_before(node), fake.fake_mode:
-            for kind, dim, detail in steps:
-                if kind == "collapse":
-                    target, args = torch.ops.prims.collapse.default, (current, dim, detail)
-                    fake = target(fake, dim, detail)
-                else:
-                    outer = requested[dim]
-                    target, args = torch.ops.prims.split_dim.default, (current, dim, outer)
-                    fake = target(fake, dim, value.shape[dim])
-                current = gm.graph.call_function(target, args)
+            for start, end in collapses:
+                fake = torch.ops.prims.collapse.default(fake, start, end)
+                current = gm.graph.call_function(torch.ops.prims.collapse.default,
+                                                 (current, start, end))
                 current.meta["val"] = fake
         node.replace_all_uses_with(current)
         gm.graph.erase_node(node)
