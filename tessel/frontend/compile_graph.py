@@ -178,8 +178,8 @@ def _as_module_call(compiled, piece: torch.fx.GraphModule):
     structure out (a host program always returns a tuple)."""
     output = next(n for n in piece.graph.nodes if n.op == "output").args[0]
     single = not isinstance(output, (tuple, list))
-    if compiled is piece:
-        return piece
+    if isinstance(compiled, torch.fx.GraphModule):
+        return compiled  # the piece itself, or its own split: both return its structure
 
     def call(*args):
         results = compiled(*args)
