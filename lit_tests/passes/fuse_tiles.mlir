@@ -166,3 +166,28 @@ func.func @negative_gemm_with_another_user(%x: tensor<64x256xf32>, %w: tensor<25
   } -> tensor<64x512xf32>
   return %r, %mm : tensor<64x512xf32>, tensor<64x512xf32>
 }
+
+// -----
+
+// An empty loop nest (zero rows) is not tiled: there is nothing to compute.
+// CHECK-LABEL: func.func @negative_zero_rows
+// CHECK-NOT:     scf.forall
+func.func @negative_zero_rows(%x: tensor<0x8xf32>) -> tensor<0x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<0x8xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<0x8xf32>) outs(%e : tensor<0x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<0x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%t : tensor<0x8xf32>) outs(%e : tensor<0x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<0x8xf32>
+  return %r : tensor<0x8xf32>
+}

@@ -139,6 +139,8 @@ class FuseTilesPass(ModulePass):
             root = nodes[op]
             parallel_dims = [d for d, p in enumerate(root.parallel) if p]
             tiled = parallel_dims[0] if len(root.parallel) >= 2 and parallel_dims else None
+            if 0 in loop_ranges(root.op):
+                tiled = None  # nothing to compute: tiling an empty loop nest would crash
             group = FusionGroup(root, tiled, [])
             assigned[op] = group
             groups.append(group)

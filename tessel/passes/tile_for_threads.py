@@ -70,6 +70,8 @@ class TileForThreadsPass(ModulePass):
         if op.name != "linalg.generic" or is_contraction(op):
             return None
         ranges = loop_ranges(op)
+        if 0 in ranges:
+            return None  # an empty loop nest: nothing to split
         iterators = [str(a) for a in op.attributes["iterator_types"]]
         parallel = [d for d, kind in enumerate(iterators) if "parallel" in kind]
         if not parallel or ranges[parallel[0]] == 1:
