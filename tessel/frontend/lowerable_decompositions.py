@@ -416,10 +416,27 @@ def searchsorted(sorted_sequence, values, out_int32=False, right=False, side=Non
     return low.reshape(values.shape).to(dtype)
 
 
+def isfinite(x):
+    """|x| < inf: torch's own decomposition tests x == x, which torch-mlir folds to true,
+    so NaN came out finite."""
+    if not x.is_floating_point():
+        return NotImplemented
+    return x.abs() < float("inf")
+
+
+def equal_to_itself(a, b):
+    """x == x is false where x is NaN; torch-mlir folds eq(x, x) to true."""
+    if a is b and a.is_floating_point():
+        return torch.logical_not(torch.isnan(a))
+    return NotImplemented
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
     table.update({
+        aten.isfinite.default: isfinite,
+        aten.eq.Tensor: equal_to_itself,
         aten.amax.default: _reduction_of_scalar,
         aten.amin.default: _reduction_of_scalar,
         aten.argmax.default: argmax,
