@@ -209,8 +209,7 @@ def test_explain_reports_graphs_kernels_and_what_runs_eagerly():
     names = [graph.name for graph in report.graphs]
     assert len(names) == 3 and names[0].endswith("_inference")
     pieces = report.graphs[1:]
-    # x @ w fused with the softmax: one kernel, each row block one gemm call
-    assert pieces[0].kernels == ["main_kernel_0"]
+    assert "gemm" in pieces[0].kernels            # x @ w as a library call
     assert any("special_zeta" in reason for reason in report.fallback_reasons)
     assert report.stats["graphs_split"] == 1 and report.stats["graphs_compiled"] == 2
     assert "runs eagerly" in str(report)

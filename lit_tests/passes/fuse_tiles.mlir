@@ -1,4 +1,5 @@
 // RUN: %opt %s --split-input-file -p "fuse-tiles{cores=2}" | filecheck %s
+// RUN: %opt %s --split-input-file -p "fuse-tiles{gemm-epilogues=false}" | filecheck %s --check-prefix=WHOLE
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -116,6 +117,10 @@ func.func @negative_shared_producer(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>
 // A matmul joins its epilogue's group, split by rows: each tile (a block of rows, one
 // per core: cores=2 here) computes its rows of the gemm and applies bias + relu to them.
 // (The pipeline generalizes fills first, which then fuse too; a named fill stays out.)
+// Without gemm-epilogues (the cpu pipeline: a whole multi-threaded BLAS call measured
+// faster), the gemm stays whole and only its epilogue is a loop.
+// WHOLE-LABEL: func.func @matmul_bias_relu
+// WHOLE:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<64x256xf32>, tensor<256x512xf32>)
 // CHECK-LABEL: func.func @matmul_bias_relu
 // CHECK:         %[[ZERO:.*]] = linalg.fill
 // CHECK:         scf.forall (%[[I:.*]]) in (2)

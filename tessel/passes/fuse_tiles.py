@@ -88,22 +88,24 @@ class FuseTilesPass(ModulePass):
     (5) it has one result (another result could be read whole by some consumer).
     Each group becomes one loop nest, i.e. one kernel: softmax and layer_norm become one.
 
-    A gemm (a contraction, later a library call) never roots a group, but joins its
+    With `gemm-epilogues`, a gemm (a contraction) never roots a group, but joins its
     epilogue's group as a producer when the tiled dim is its first loop dim (rows of a
-    matmul, images of a batched one): each tile then makes one gemm call on a block of
-    rows and runs the epilogue (bias, activation, residual, cast) on it while it is in
+    matmul, images of a batched one): each tile then computes a block of rows of the
+    gemm and runs the epilogue (bias, activation, residual, cast) on it while it is in
     cache. Such groups are tiled in `cores` blocks of rows (0: the machine's cores),
-    one gemm call per thread, instead of by single rows.
+    one gemm per thread, instead of by single rows. Without it, gemms join no group.
     """
 
     name: ClassVar[str] = "fuse-tiles"
+    gemm_epilogues: bool = True
     cores: int = 0
 
     def run(self, module: ir.Operation) -> None:
         groups = []
         for op in module.regions[0].blocks[0].operations:
             if op.operation.name == "func.func" and op.regions[0].blocks:
-                groups += self.plan(op.regions[0].blocks[0], self.cores or os.cpu_count() or 1)
+                groups += self.plan(op.regions[0].blocks[0], self.cores or os.cpu_count() or 1,
+                                    self.gemm_epilogues)
         for group in groups:
             script = _script(group)
             if not script:
@@ -118,13 +120,15 @@ class FuseTilesPass(ModulePass):
         self._clear_ids(module)
 
     @staticmethod
-    def plan(block: ir.Block, cores: int) -> list[FusionGroup]:
+    def plan(block: ir.Block, cores: int, gemm_epilogues: bool = True) -> list[FusionGroup]:
         """Assign every linalg.generic of the block to a fusion group (and gemms to the
         group of their epilogue, where they qualify)."""
         nodes: dict[ir.Operation, _Node] = {}
         with block.owner.context:
             for op in block.operations:
-                if op.operation.name == "linalg.generic" or is_contraction(op.operation):
+                contraction = is_contraction(op.operation)
+                if (op.operation.name == "linalg.generic" and not contraction) or (
+                        contraction and gemm_epilogues):
                     node = _node(op.operation, len(nodes))
                     op.operation.attributes[OP_ID] = ir.IntegerAttr.get(
                         ir.IntegerType.get_signless(64), node.op_id)
