@@ -13,6 +13,11 @@ from tessel.frontend.decompositions import decomposition_table
 from tessel.options import parse_options
 
 
+# torch.compile(fn, backend="mlir") imports this module when it resolves the backend,
+# before Dynamo traces anything: the compile worker starts (and warms up) meanwhile.
+start_worker()
+
+
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None,
                  options: dict | None = None):
     """Dynamo backend entry point (registered as `mlir` via the torch_dynamo_backends group).
@@ -22,8 +27,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
     """
     parsed = parse_options(mode, options)
     if parsed.compile_in_worker:
-        # The worker's interpreter starts (~0.5 s) while aot_autograd traces the graph.
-        start_worker()
+        start_worker()  # again, if it has exited (after a crash) since
 
     def compiler(kind: str):
         return functools.partial(_compile, options=parsed, kind=kind)
