@@ -1,9 +1,9 @@
 """A separate process that runs pass pipelines, so that a crash or a hang in native
 code (torch-mlir's lowerings, MLIR passes) costs a fallback, not the user's program.
 
-The parent sends one JSON line per request, {"ir": text, "pipeline": text, "locations":
-bool}; the worker answers {"ok": true, "ir": text} (with source locations when asked)
-or {"ok": false, "error": message, "pass": name}.
+The parent sends one JSON line per request, {"ir": bytecode, "pipeline": text}, with the
+module as base64 MLIR bytecode (locations included); the worker answers {"ok": true,
+"ir": bytecode} or {"ok": false, "error": message, "pass": name}.
 It imports no torch, so it starts in well under a second, and it lives as long as
 the parent uses it. Run as `python -m tessel.compile_worker`.
 """
@@ -11,6 +11,7 @@ the parent uses it. Run as `python -m tessel.compile_worker`.
 from __future__ import annotations
 
 import atexit
+import base64
 import json
 import os
 import select
@@ -50,14 +51,14 @@ class CompileWorker:
             if self._process is None or self._process.poll() is not None:
                 self._start()
 
-    def run(self, ir_text: str, pipeline: str, timeout_s: float, locations: bool) -> str:
-        """The IR after `pipeline` (with locations if asked); raises PipelineError (a
-        pass failed) or WorkerCrash."""
+    def run(self, bytecode: bytes, pipeline: str, timeout_s: float) -> bytes:
+        """The IR (bytecode) after `pipeline`; raises PipelineError (a pass failed) or
+        WorkerCrash."""
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._start()
-            request = json.dumps({"ir": ir_text, "pipeline": pipeline,
-                                  "locations": locations}) + "\n"
+            request = json.dumps({"ir": base64.b64encode(bytecode).decode(),
+                                  "pipeline": pipeline}) + "\n"
             timed_out = False
             try:
                 self._process.stdin.write(request.encode())
@@ -72,7 +73,7 @@ class CompileWorker:
         answer = json.loads(line)
         if not answer["ok"]:
             raise PipelineError(answer["error"], answer.get("pass"))
-        return answer["ir"]
+        return base64.b64decode(answer["ir"])
 
     def close(self) -> None:
         """Stop the worker (it also exits by itself when this process closes its stdin)."""
@@ -113,9 +114,8 @@ def start_worker() -> None:
     _worker.start()
 
 
-def run_in_worker(ir_text: str, pipeline: str, timeout_s: float = 600.0,
-                  locations: bool = False) -> str:
-    return _worker.run(ir_text, pipeline, timeout_s, locations)
+def run_in_worker(bytecode: bytes, pipeline: str, timeout_s: float = 600.0) -> bytes:
+    return _worker.run(bytecode, pipeline, timeout_s)
 
 
 def _serve() -> None:
@@ -126,10 +126,9 @@ def _serve() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            module = ir.parse_module(request["ir"])
+            module = ir.parse_module(base64.b64decode(request["ir"]))
             run_pipeline(module, request["pipeline"])
-            answer = {"ok": True, "ir": module.operation.get_asm(
-                enable_debug_info=request.get("locations", False))}
+            answer = {"ok": True, "ir": base64.b64encode(ir.to_bytecode(module)).decode()}
         except PipelineError as error:
             answer = {"ok": False, "error": str(error), "pass": error.pass_name}
         except ir.MLIRError as error:

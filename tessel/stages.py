@@ -32,14 +32,11 @@ class CompileFailure(Exception):
 
 
 class Stages:
-    def __init__(self, dump: GraphDump, in_worker: bool = True, locations: bool = False):
+    def __init__(self, dump: GraphDump, in_worker: bool = True):
         self.dump = dump
         # Pipelines run in the compile worker process, unless they use a pass that
         # only this process knows (registered by a call at run time).
         self.in_worker = in_worker
-        # Whether IR coming back from the worker keeps its source locations (FX node
-        # names, for check_accuracy); without, the text is smaller and parses faster.
-        self.locations = locations
 
     @contextmanager
     def timed(self, stage: str):
@@ -53,21 +50,22 @@ class Stages:
                      op_finder=None) -> ir.Module:
         """Run `pipeline` (text or a registered name) on `module`, dump the result as
         `<stage>.mlir` and return it (a new module when the worker ran the pipeline)."""
-        before = module.operation.get_asm(enable_debug_info=True)
+        in_worker = self.in_worker and runs_anywhere(pipeline)
+        # The worker leaves `module` as it is, so its text is only needed on failure; a
+        # pipeline run here changes it in place, so its input is kept first.
+        before = None if in_worker else module.operation.get_asm(enable_debug_info=True)
         try:
             with self.timed(stage):
-                if self.in_worker and runs_anywhere(pipeline):
+                if in_worker:
                     module = ir.parse_module(run_in_worker(
-                        before, canonical_text(pipeline), locations=self.locations))
+                        ir.to_bytecode(module), canonical_text(pipeline)))
                 else:
                     run_pipeline(module, pipeline)
-        except PipelineError as error:
+        except (PipelineError, WorkerCrash) as error:
+            before = before or module.operation.get_asm(enable_debug_info=True)
             repro = self.write_repro(stage, before, pipeline)
-            op = op_finder(str(error)) if op_finder else None
+            op = op_finder(str(error)) if op_finder and isinstance(error, PipelineError) else None
             raise CompileFailure(stage, f"{error}\n{self.repro_hint(repro)}", op, repro) from None
-        except WorkerCrash as crash:
-            repro = self.write_repro(stage, before, pipeline)
-            raise CompileFailure(stage, f"{crash}\n{self.repro_hint(repro)}", None, repro) from None
         self.write(f"{stage}.mlir", module.__str__)
         return module
 

@@ -108,8 +108,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     """(graph name, callable): compiled whole, else split around the failing op (whose
     nodes run eagerly), else eager. Appends what runs eagerly, and why, to `reasons`."""
     dump = GraphDump(options.dump_dir, kind)
-    stages = Stages(dump, in_worker=options.compile_in_worker,
-                    locations=options.check_accuracy)
+    stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
     try:
         host, kernels, locate = _compile(gm, options, stages)
