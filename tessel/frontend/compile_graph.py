@@ -14,9 +14,8 @@ from torch._functorch.aot_autograd import make_boxed_func
 from tessel import counters
 from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
-from tessel.frontend.explicit_reshapes import make_reshapes_explicit
+from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
-from tessel.frontend.noop_views import remove_noop_expands
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
 from tessel.options import Options
@@ -47,7 +46,7 @@ def resolve_target(options: Options, gm: torch.fx.GraphModule) -> str:
 
 def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
     with stages.timed("prepare"):
-        import_module, signature = prepare_graph(make_reshapes_explicit(remove_noop_expands(gm)))
+        import_module, signature = prepare_graph(rewrite_dynamic_views(gm))
         target = get_target(resolve_target(options, gm))
     with stages.timed("import"):
         try:

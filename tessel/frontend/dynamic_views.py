@@ -1,0 +1,95 @@
+"""Rewrite the shape ops torch-mlir lowers wrongly with dynamic sizes, before import.
+
+- An `expand` to the tensor's own sizes (`expand(x, [s0, s1, 128])` of an
+  `[s0, s1, 128]` tensor, common in Dynamo's graphs) is dropped: torch-mlir cannot
+  prove a dynamic dim equal to the target size and lowers it as a broadcast from size
+  1, guarded by a runtime check that then fails ("mismatched size for broadcast").
+- A view that merges dims (`[s0, s1, 16]` as `[s0*s1, 16]`) becomes `prims.collapse`
+  nodes, which name the dims they merge. torch-mlir lowers such an `aten.view` by
+  matching input to output dims and can guess the grouping wrong: it cast the input to
+  `[?, 1, 16]` and collapsed the wrong dims, with no check firing — a silently wrong
+  answer (nn.Linear on a 3-D input with dynamic=True). Views that split dims stay:
+  torch-mlir lowers those right, while its `prims.split_dim` lowering builds invalid IR
+  for dynamic sizes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import sympy
+import torch
+import torch.fx
+
+_VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default,
+          torch.ops.aten.reshape.default)
+
+
+def _sizes(tensor: torch.Tensor) -> list[sympy.Expr]:
+    return [sympy.expand(s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(s))
+            for s in tensor.shape]
+
+
+def _collapses(before: list[sympy.Expr], after: list[sympy.Expr]) -> list[tuple[int, int]] | None:
+    """The (start, end) dim ranges to collapse, left to right, that turn shape `before`
+    into `after`; None if the view is not only such merges (a split, say)."""
+    current, collapses, dim = list(before), [], 0
+    while dim < len(after):
+        if dim >= len(current):
+            return None
+        if current[dim] != after[dim]:
+            end = next((end for end in range(dim + 1, len(current))
+                        if sympy.expand(math.prod(current[dim:end + 1])) == after[dim]), None)
+            if end is None:
+                return None
+            collapses.append((dim, end))
+            current[dim:end + 1] = [after[dim]]
+        dim += 1
+    return collapses if len(current) == len(after) else None
+
+
+def _collapsed(gm: torch.fx.GraphModule, node: torch.fx.Node, source: torch.fx.Node,
+               before: torch.Tensor, value: torch.Tensor) -> torch.fx.Node | None:
+    """`prims.collapse` nodes computing the view `node` of `source`, inserted before it,
+    or None where the view is not a contiguous, dynamic merge of dims."""
+    if not any(isinstance(s, torch.SymInt) for s in (*before.shape, *value.shape)):
+        return None  # static views lower correctly
+    collapses = _collapses(_sizes(before), _sizes(value)) if before.is_contiguous() else None
+    if not collapses:
+        return None
+    current, fake = source, before
+    with gm.graph.inserting_before(node), fake.fake_mode:
+        for start, end in collapses:
+            fake = torch.ops.prims.collapse.default(fake, start, end)
+            current = gm.graph.call_function(torch.ops.prims.collapse.default,
+                                             (current, start, end))
+            current.meta["val"] = fake
+    return current
+
+
+def rewrite_dynamic_views(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` with no-op expands dropped and dynamic merging views made explicit (in
+    place; views of the graph's outputs are kept, as the host program recreates those)."""
+    outputs = next(n for n in gm.graph.nodes if n.op == "output").all_input_nodes
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        source = node.args[0]
+        before, value = source.meta.get("val"), node.meta.get("val")
+        if not (isinstance(before, torch.Tensor) and isinstance(value, torch.Tensor)):
+            continue
+        if node.target == torch.ops.aten.expand.default and _sizes(before) == _sizes(value):
+            replacement = source
+        elif node.target in _VIEWS and node not in outputs:
+            replacement = _collapsed(gm, node, source, before, value)
+        else:
+            continue
+        if replacement is None:
+            continue
+        node.replace_all_uses_with(replacement)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        gm.recompile()
+    return gm
