@@ -7,7 +7,7 @@ Everything else in tessel says `from tessel import ir` and uses `ir.Module`,
 import io
 
 from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
-from torch_mlir.ir import Context, Module, WalkResult
+from torch_mlir.ir import Context, Module, Operation, OpView, WalkResult
 from torch_mlir.passmanager import PassManager  # noqa: F401
 from torch_mlir.execution_engine import ExecutionEngine  # noqa: F401
 from torch_mlir.dialects import ext  # noqa: F401  (Python-defined dialects: ir.ext.Dialect)
@@ -48,6 +48,14 @@ def ops_where(root, predicate) -> list:
 
     root.walk(visit)
     return found
+
+
+def operation_of(owner) -> Operation | None:
+    """The Operation behind a value's or a use's owner, which the bindings hand out as an
+    OpView, an Operation or (for a block argument) a Block: None for a block."""
+    if isinstance(owner, OpView):
+        return owner.operation
+    return owner if isinstance(owner, Operation) else None
 
 
 def parse_module(text: str | bytes) -> Module:

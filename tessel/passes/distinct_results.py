@@ -6,24 +6,8 @@ from typing import ClassVar
 from torch_mlir.dialects import arith, linalg, memref, tensor
 
 from tessel import ir
+from tessel.passes.buffer_views import view_root
 from tessel.passes.registry import ModulePass, register
-
-
-# Ops whose result is (or bufferizes to) a view of their first operand's buffer.
-VIEW_OPS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast",
-            "tensor.extract_slice", "tensor.reshape", "tensor.bitcast",
-            "memref.expand_shape", "memref.collapse_shape", "memref.cast", "memref.subview",
-            "memref.reinterpret_cast")
-
-
-def _root(value: ir.Value) -> ir.Value:
-    """The tensor whose buffer `value` will view once bufferized."""
-    while not isinstance(value.owner, ir.Block):
-        owner = value.owner.operation if isinstance(value.owner, ir.OpView) else value.owner
-        if owner.name not in VIEW_OPS:
-            break
-        value = owner.operands[0]
-    return value
 
 
 def _copy_of(value: ir.Value) -> ir.Value:
@@ -76,7 +60,7 @@ class DistinctResultsPass(ModulePass):
                     continue  # a strided layout
             elif not isinstance(value.type, ir.RankedTensorType):
                 continue
-            root = _root(value)
+            root = view_root(value)
             if root in seen or isinstance(root.owner, ir.Block):
                 with ir.InsertionPoint(return_op):
                     return_op.operands[index] = _copy_of(value)

@@ -45,13 +45,6 @@ def _node(op: ir.Operation, op_id: int) -> _Node:
     return _Node(op, op_id, maps, parallel, is_contraction(op))
 
 
-def _operation(owner) -> ir.Operation | None:
-    """The Operation behind a value owner or use owner (OpView or Operation; None: a block)."""
-    if isinstance(owner, ir.OpView):
-        return owner.operation
-    return owner if isinstance(owner, ir.Operation) else None
-
-
 def _dim_positions(affine_map) -> list[int | None]:
     return [e.position if isinstance(e, ir.AffineDimExpr) else None for e in affine_map.results]
 
@@ -133,7 +126,7 @@ class FuseTilesPass(ModulePass):
                     op.operation.attributes[OP_ID] = ir.IntegerAttr.get(
                         ir.IntegerType.get_signless(64), node.op_id)
                     nodes[op.operation] = node
-        users = {op: {_operation(use.owner) for result in op.results for use in result.uses}
+        users = {op: {ir.operation_of(use.owner) for result in op.results for use in result.uses}
                  for op in nodes}
         assigned: dict[ir.Operation, FusionGroup] = {}
         groups = []
@@ -174,7 +167,7 @@ def _grow(group: FusionGroup, nodes, users, assigned) -> None:
                 # The root's inits become the loop's shared outputs: they stay outside.
                 operands = operands[:len(operands) - len(consumer_op.results)]
             for index, operand in enumerate(operands):
-                producer_op = _operation(operand.owner)
+                producer_op = ir.operation_of(operand.owner)
                 if producer_op not in nodes or producer_op in assigned or producer_op in tiled_dims:
                     continue
                 if len(producer_op.results) != 1:

@@ -7,6 +7,7 @@ from typing import ClassVar
 from torch_mlir.dialects import affine, arith, func, scf
 
 from tessel import ir
+from tessel.passes.buffer_views import view_root
 from tessel.passes.registry import ModulePass, register
 
 # Attribute on a launcher declaration naming the function it runs on every thread;
@@ -16,30 +17,23 @@ LAUNCHER_SUFFIX = "__launch"
 # Positions, in the LLVM signature of an outlined function, of the data pointers of
 # buffers that no other argument can reach (see `_distinct_buffer_pointers`).
 NOALIAS_POINTERS = "tessel.noalias_pointers"
-VIEW_OPS = ("memref.subview", "memref.collapse_shape", "memref.expand_shape", "memref.cast",
-            "memref.reinterpret_cast")
-
-
-def _operation(owner) -> ir.Operation:
-    return owner.operation if isinstance(owner, ir.OpView) else owner
-
-
-def _constant_index(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or _operation(owner).name != "arith.constant":
-        return None
-    return ir.IntegerAttr(_operation(owner).attributes["value"]).value
 
 
 def _is_constant(value: ir.Value) -> bool:
-    owner = value.owner
-    return not isinstance(owner, ir.Block) and _operation(owner).name == "arith.constant"
+    owner = ir.operation_of(value.owner)
+    return owner is not None and owner.name == "arith.constant"
+
+
+def _constant_index(value: ir.Value) -> int | None:
+    if not _is_constant(value):
+        return None
+    return ir.IntegerAttr(ir.operation_of(value.owner).attributes["value"]).value
 
 
 def _defining_op(value: ir.Value) -> ir.Operation:
     """The op that defines `value`, or for a block argument the op owning the block."""
     owner = value.owner
-    return _operation(owner.owner if isinstance(owner, ir.Block) else owner)
+    return ir.operation_of(owner.owner if isinstance(owner, ir.Block) else owner)
 
 
 @register
@@ -92,13 +86,6 @@ class OutlineParallelLoopsPass(ModulePass):
         return trip_count >= 2 and trip_count * per_iteration >= self.min_elements
 
 
-def _buffer_root(value: ir.Value) -> ir.Value:
-    """The allocation or function argument that a memref view `value` looks into."""
-    while not isinstance(value.owner, ir.Block) and _operation(value.owner).name in VIEW_OPS:
-        value = _operation(value.owner).operands[0]
-    return value
-
-
 def _distinct_buffer_pointers(arguments: list[ir.Value]) -> list[int]:
     """LLVM argument positions (after `begin, end`, a memref of rank r expands to
     allocated pointer, aligned pointer, offset, r sizes, r strides) of the pointers of
@@ -106,7 +93,7 @@ def _distinct_buffer_pointers(arguments: list[ir.Value]) -> list[int]:
     kernels write only allocations and out-params, which the host allocates fresh, so
     distinct roots never overlap where one of them is written. Without it, LLVM must
     assume any store may clobber any load, and keeps copy loops scalar."""
-    roots = [_buffer_root(v) if isinstance(v.type, ir.MemRefType) else None
+    roots = [view_root(v) if isinstance(v.type, ir.MemRefType) else None
              for v in arguments]
     positions, position = [], 2
     for value, root in zip(arguments, roots):

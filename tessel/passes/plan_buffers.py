@@ -73,8 +73,7 @@ class PlanBuffersPass(ModulePass):
         for op in ops:
             if op.name != "memref.alloc" or (size := _plannable(op)) is None:
                 continue
-            users = [use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner
-                     for use in op.results[0].uses]
+            users = [ir.operation_of(use.owner) for use in op.results[0].uses]
             deallocs = [u for u in users if u.name == "memref.dealloc"]
             if len(deallocs) != 1 or deallocs[0] not in index:
                 continue

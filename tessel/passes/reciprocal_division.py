@@ -57,6 +57,6 @@ class ReciprocalDivisionPass(ModulePass):
                 numbers = [n for n, argument in enumerate(block.arguments) if argument == divisor]
                 if numbers and numbers[0] in invariant:
                     found.append(op)
-            elif (owner.operation if isinstance(owner, ir.OpView) else owner).parent != generic:
+            elif ir.operation_of(owner).parent != generic:
                 found.append(op)  # a value from outside the loop nest
         return found
