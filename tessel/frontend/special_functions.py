@@ -93,10 +93,14 @@ def _float64_unary(compute):
     return decomposition
 
 
+def _i0e_of(x):
+    return _scaled_bessel(x.abs(), _I0E_A, _I0E_B)
+
+
 @_float64_unary
 def i0e(x):
     """exp(-|x|) I0(x) (Cephes i0e)."""
-    return _scaled_bessel(x.abs(), _I0E_A, _I0E_B)
+    return _i0e_of(x)
 
 
 def _exp_as_eager(x):
@@ -106,7 +110,7 @@ def _exp_as_eager(x):
 
 
 def _i0_of(x):
-    return _exp_as_eager(x.abs()) * _scaled_bessel(x.abs(), _I0E_A, _I0E_B)
+    return _exp_as_eager(x.abs()) * _i0e_of(x)
 
 
 @_float64_unary
