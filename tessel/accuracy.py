@@ -33,7 +33,7 @@ _TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float1
 class KernelOutput:
     kernel: str               # the tkern.kernel's sym_name, or the library call
     node: str                 # the FX node whose value it computes
-    ir: str                   # the kernel op, printed
+    result_type: ir.RankedTensorType
 
 
 def _kernel_name(op: ir.Operation) -> str:
@@ -63,10 +63,10 @@ def expose_kernel_results(module: ir.Module, graph_order: dict[str, int]
         op = op.operation
         if op.name not in KERNEL_OPS or len(op.results) != 1:
             continue
-        result_type = op.results[0].type
-        if not (isinstance(result_type, ir.RankedTensorType)
-                and ir.RankedTensorType(result_type).has_static_shape
-                and str(ir.RankedTensorType(result_type).element_type) in _TORCH_DTYPES):
+        if not isinstance(op.results[0].type, ir.RankedTensorType):
+            continue
+        result_type = ir.RankedTensorType(op.results[0].type)
+        if not (result_type.has_static_shape and str(result_type.element_type) in _TORCH_DTYPES):
             continue
         yielded = op.regions[0].blocks[0].operations[0]
         node = _node_name(yielded.location, graph_order)
@@ -77,7 +77,7 @@ def expose_kernel_results(module: ir.Module, graph_order: dict[str, int]
             # only the last one computes the node's value.
             earlier = [k.node for k in exposed].index(node)
             del exposed[earlier], values[earlier]
-        exposed.append(KernelOutput(_kernel_name(op), node, str(op)))
+        exposed.append(KernelOutput(_kernel_name(op), node, result_type))
         values.append(op.results[0])
     with module.context, return_op.location:
         new_return = ir.Operation.create("func.return", operands=[*return_op.operands, *values],
@@ -88,14 +88,10 @@ def expose_kernel_results(module: ir.Module, graph_order: dict[str, int]
     return exposed
 
 
-def _extended_signature(signature: GraphSignature, module: ir.Module,
+def _extended_signature(signature: GraphSignature,
                         exposed: list[KernelOutput]) -> GraphSignature:
-    main = next(op for op in module.body.operations if op.operation.name == "func.func"
-                and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
-    extra_types = main.type.results[len(signature.results):]
-    extra = [TensorResult(_TORCH_DTYPES[str(ir.RankedTensorType(t).element_type)],
-                          tuple(str(d) for d in ir.RankedTensorType(t).shape), None)
-             for t in extra_types]
+    extra = [TensorResult(_TORCH_DTYPES[str(k.result_type.element_type)],
+                          tuple(str(d) for d in k.result_type.shape), None) for k in exposed]
     first = len(signature.results)
     return dataclasses.replace(
         signature, results=[*signature.results, *extra],
@@ -122,7 +118,7 @@ def first_divergent_kernel(gm: torch.fx.GraphModule, host, signature: GraphSigna
     exposed = expose_kernel_results(module, graph_order)
     if not exposed:
         return "no kernel result could be traced to an FX node"
-    debug_signature = _extended_signature(signature, module, exposed)
+    debug_signature = _extended_signature(signature, exposed)
     debug_host, _ = target.compile(module, debug_signature, options, stages,
                                    resume_after=stage)
     outputs = debug_host(*args)[len(signature.returns):]
@@ -141,12 +137,6 @@ def first_divergent_kernel(gm: torch.fx.GraphModule, host, signature: GraphSigna
             return (f"first differing kernel: {kernel.kernel} (computes FX node {kernel.node}, "
                     f"max abs error {error.item():.3g}); the graph's kernel IR is in {path}, "
                     f"replay the rest of the pipeline with: tessel-opt {path} -p "
-                    f"{_remaining_stages(stage)}")
+                    f"{','.join(target.stage_names_after(stage))}")
     return "every kernel traced to an FX node matches eager: the difference arises after them"
 
-
-def _remaining_stages(stage: str) -> str:
-    from tessel.passes.pipeline import top_level_elements  # noqa: PLC0415
-    from tessel.passes.registry import lookup_pipeline  # noqa: PLC0415
-    names = [e.split("{")[0] for e in top_level_elements(lookup_pipeline("cpu"))]
-    return ",".join(names[names.index(stage) + 1:])

@@ -83,21 +83,28 @@ class CpuTarget(Target):
         host.kernel_ir = kernel_ir
         return host, kernels
 
+    def named_stages(self) -> list[tuple[str, str]]:
+        """(name, pipeline text) of each stage of the default pipeline, in order."""
+        return [(element.split("{")[0], element)
+                for element in top_level_elements(lookup_pipeline(self.default_pipeline))]
+
+    def stage_names_after(self, stage: str) -> list[str]:
+        names = [name for name, _ in self.named_stages()]
+        return names[names.index(stage) + 1:]
+
     def _run_pipelines(self, module: ir.Module, options, stages: Stages,
                        resume_after: str | None
                        ) -> tuple[ir.Module, int, tuple[str, str] | None]:
         """Run the pipeline one named stage at a time (one dump per stage); returns the
         final module, the number of kernels, as formed in the stage that forms them,
         and (if checking accuracy) that stage's name and output with locations."""
-        pipeline = options.pipeline
-        elements = [pipeline] if pipeline is not None else top_level_elements(
-            lookup_pipeline(self.default_pipeline))
+        named_stages = ([("pipeline", options.pipeline)] if options.pipeline is not None
+                        else self.named_stages())
         if resume_after is not None:
-            names = [element.split("{")[0] for element in elements]
-            elements = elements[names.index(resume_after) + 1:]
+            remaining = set(self.stage_names_after(resume_after))
+            named_stages = [(name, text) for name, text in named_stages if name in remaining]
         kernels, kernel_ir = 0, None
-        for element in elements:
-            name = "pipeline" if pipeline is not None else element.split("{")[0]
+        for name, element in named_stages:
             module = stages.run_pipeline(module, name, element)
             formed = count_kernels(module)
             if formed > kernels and options.check_accuracy:
