@@ -25,7 +25,7 @@ def _tensor(shape: list[int], element: str) -> str:
     return f"tensor<{'x'.join(map(str, shape))}x{element}>"
 
 
-def _function_text(name: str, op: ir.Operation) -> str:
+def _function_text(op: ir.Operation) -> str:
     """A function computing the convolution `op` as an im2col gather and a contraction.
 
     The gather writes columns[n, c, kh, kw, oh, ow] = x[n, c, oh*s + kh*d, ow*s + kw*d]:
@@ -47,7 +47,7 @@ def _function_text(name: str, op: ir.Operation) -> str:
     x, w, out = str(x_type), str(w_type), str(out_type)
     dims6 = "(n, c, i, j, p, q)"
     return f"""
-func.func private @{name}(%x: {x}, %w: {w}, %init: {out}) -> {out} {{
+func.func private @rewrite(%x: {x}, %w: {w}, %init: {out}) -> {out} {{
   %empty = tensor.empty() : {columns}
   %columns = linalg.generic {{
       indexing_maps = [affine_map<{dims6} -> (n, c, p * {sh} + i * {dh}, q * {sw} + j * {dw})>,
@@ -83,10 +83,8 @@ class ConvolutionsToGemmPass(ModulePass):
 
     The patch gather is one loop nest whose inner loop is contiguous; the contraction
     then goes to BLAS gemm through `library-calls` (batch = images, m = output
-    channels, k = C*KH*KW, n = pixels), as CPU libraries do. Each convolution becomes
-    a call to a private function holding the rewrite; the pipeline's `inline` pass
-    puts it in place. Grouped and depthwise convolutions, and convolutions with
-    dynamic sizes, stay as loops.
+    channels, k = C*KH*KW, n = pixels), as CPU libraries do. Grouped and depthwise
+    convolutions, and convolutions with dynamic sizes, stay as loops.
     """
 
     name: ClassVar[str] = "convolutions-to-gemm"
@@ -95,7 +93,7 @@ class ConvolutionsToGemmPass(ModulePass):
         convolutions = ir.ops_where(module, lambda op: op.name == CONVOLUTION and _static(op))
         for op in convolutions:
             # Parse the rewrite as a function, then move its body in place of the op.
-            parsed = ir.Module.parse(_function_text("rewrite", op), module.context)
+            parsed = ir.Module.parse(_function_text(op), module.context)
             block = parsed.body.operations[0].regions[0].blocks[0]
             for argument, operand in zip(block.arguments, op.operands):
                 argument.replace_all_uses_with(operand)
