@@ -58,6 +58,13 @@ def operation_of(owner) -> Operation | None:
     return owner if isinstance(owner, Operation) else None
 
 
+def defined_functions(module, kind: str = "func.func") -> list:
+    """The top-level functions of `module` (an Operation) of op `kind` (func.func or
+    llvm.func) that have a body, as Operations; declarations are left out."""
+    return [op.operation for op in module.regions[0].blocks[0].operations
+            if op.operation.name == kind and op.operation.regions[0].blocks]
+
+
 def parse_module(text: str | bytes) -> Module:
     """Parse `text` (or MLIR bytecode) in the shared context (raises MLIRError with
     line:col diagnostics)."""

@@ -46,9 +46,8 @@ class DistinctResultsPass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         with module.context, ir.Location.unknown():
-            for op in module.regions[0].blocks[0].operations:
-                if op.operation.name == "func.func" and len(op.regions[0].blocks) > 0:
-                    self._make_distinct(op.regions[0].blocks[0].operations[-1])
+            for function in ir.defined_functions(module):
+                self._make_distinct(function.regions[0].blocks[0].operations[-1])
 
     @staticmethod
     def _make_distinct(return_op: ir.Operation) -> None:

@@ -30,10 +30,8 @@ class FormKernelsPass(ModulePass):
     name: ClassVar[str] = "form-kernels"
 
     def run(self, module: ir.Operation) -> None:
-        for function in module.regions[0].blocks[0].operations:
-            if function.operation.name != "func.func" or not function.regions[0].blocks:
-                continue
-            name = ir.StringAttr(function.operation.attributes["sym_name"]).value
+        for function in ir.defined_functions(module):
+            name = ir.StringAttr(function.attributes["sym_name"]).value
             roots = [op.operation for op in function.regions[0].blocks[0].operations
                      if _is_kernel_root(op.operation)]
             for number, op in enumerate(roots):

@@ -95,10 +95,9 @@ class FuseTilesPass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         groups = []
-        for op in module.regions[0].blocks[0].operations:
-            if op.operation.name == "func.func" and op.regions[0].blocks:
-                groups += self.plan(op.regions[0].blocks[0], self.cores or os.cpu_count() or 1,
-                                    self.gemm_epilogues)
+        for function in ir.defined_functions(module):
+            groups += self.plan(function.regions[0].blocks[0], self.cores or os.cpu_count() or 1,
+                                self.gemm_epilogues)
         for group in groups:
             script = _script(group)
             if not script:

@@ -26,8 +26,7 @@ class InternalizeFunctionsPass(ModulePass):
     name: ClassVar[str] = "internalize-functions"
 
     def run(self, module: ir.Operation) -> None:
-        functions = [op.operation for op in module.regions[0].blocks[0].operations
-                     if op.operation.name == "llvm.func" and op.operation.regions[0].blocks]
+        functions = ir.defined_functions(module, "llvm.func")
         with module.context:
             internal = ir.Attribute.parse("#llvm.linkage<internal>")
             for function in functions:

@@ -59,9 +59,7 @@ class OutlineParallelLoopsPass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         module_body = module.regions[0].blocks[0]
-        functions = [op.operation for op in module_body.operations
-                     if op.operation.name == "func.func" and op.regions[0].blocks]
-        for function in functions:
+        for function in ir.defined_functions(module):
             name = ir.StringAttr(function.attributes["sym_name"]).value
             loops = [op.operation for op in function.regions[0].blocks[0].operations
                      if op.operation.name == "scf.parallel" and self.worth_threads(op.operation)]

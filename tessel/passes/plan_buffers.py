@@ -62,9 +62,8 @@ class PlanBuffersPass(ModulePass):
     name: ClassVar[str] = "plan-buffers"
 
     def run(self, module: ir.Operation) -> None:
-        for function in module.regions[0].blocks[0].operations:
-            if function.operation.name == "func.func" and function.regions[0].blocks:
-                self._plan(function.regions[0].blocks[0])
+        for function in ir.defined_functions(module):
+            self._plan(function.regions[0].blocks[0])
 
     def _plan(self, block: ir.Block) -> None:
         ops = [op.operation for op in block.operations]

@@ -24,8 +24,7 @@ class PreferVectorWidthPass(ModulePass):
     width: int = 512
 
     def run(self, module: ir.Operation) -> None:
-        functions = [op.operation for op in module.regions[0].blocks[0].operations
-                     if op.operation.name == "llvm.func" and op.operation.regions[0].blocks]
+        functions = ir.defined_functions(module, "llvm.func")
         with module.context:
             hint = ir.Attribute.parse(f'[["prefer-vector-width", "{self.width}"]]')
             for function in functions:
