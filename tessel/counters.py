@@ -13,6 +13,7 @@ _EMPTY = {
     "graphs_fallback": 0,           # graphs that run entirely eagerly
     "graphs_split": 0,              # graphs whose unsupported ops run eagerly between compiled pieces
     "fallback_reasons": [],         # "graph N: op: reason" per op or graph run eagerly
+    "native_ops": [],               # "graph N: op: reason" per op left to PyTorch on purpose
     "kernels": 0,                   # kernels over all compiled graphs
     "accuracy_failures": 0,         # calls whose compiled result differed (check_accuracy)
     "compile_seconds": {},          # stage name -> seconds, summed over graphs
@@ -37,6 +38,10 @@ def count(name: str, amount: int = 1) -> None:
 
 def record_fallback(reason: str) -> None:
     _stats["fallback_reasons"].append(reason)
+
+
+def record_native(reason: str) -> None:
+    _stats["native_ops"].append(reason)
 
 
 @contextmanager

@@ -29,6 +29,7 @@ class GraphReport:
 class ExplainReport:
     graphs: list[GraphReport] = field(default_factory=list)
     fallback_reasons: list[str] = field(default_factory=list)
+    native_ops: list[str] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
@@ -39,6 +40,7 @@ class ExplainReport:
                          f"{len(graph.kernels)} kernel(s)")
             lines += [f"    kernel {kernel}" for kernel in graph.kernels]
         lines += [f"runs eagerly: {reason}" for reason in self.fallback_reasons]
+        lines += [f"runs natively by choice: {reason}" for reason in self.native_ops]
         return "\n".join(lines)
 
 
@@ -57,6 +59,7 @@ def explain(fn, *args, **kwargs) -> ExplainReport:
             report.graphs.append(GraphReport(graph_dir.name, ops, kernels))
     after = counters.stats()
     report.fallback_reasons = after["fallback_reasons"][len(before["fallback_reasons"]):]
+    report.native_ops = after["native_ops"][len(before["native_ops"]):]
     report.stats = {key: after[key] - before[key] for key in
                     ("graphs_compiled", "graphs_fallback", "graphs_split", "kernels")}
     return report

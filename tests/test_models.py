@@ -1,7 +1,11 @@
 """Small real models under backend="mlir", each matching eager with the compiled path proven."""
 
+import warnings
+
 import pytest
 import torch
+
+import tessel
 
 from conftest import assert_compiled
 
@@ -24,8 +28,9 @@ def transformer_encoder_layer():
     return layer, (torch.randn(2, 10, 32),)
 
 
-@pytest.mark.parametrize("build", [mlp, cnn_with_batch_norm, transformer_encoder_layer])
-@pytest.mark.parametrize("training", [False, True], ids=["eval", "train_mode_forward"])
+@pytest.mark.parametrize("build, training", [
+    (mlp, False), (mlp, True), (cnn_with_batch_norm, False), (cnn_with_batch_norm, True),
+    (transformer_encoder_layer, True)])
 def test_model_inference(build, training):
     model, inputs = build()
     model.train(training)
@@ -35,6 +40,21 @@ def test_model_inference(build, training):
         actual = compiled(*inputs)
     torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
     assert_compiled()
+
+
+def test_transformer_layer_fast_path_stays_native():
+    """In eval mode without grad, the layer is one call to PyTorch's fused kernel, which
+    tessel leaves native on purpose (native_ops.py): no fallback, no warning, reported."""
+    model, inputs = transformer_encoder_layer()
+    compiled = torch.compile(model.eval(), backend="mlir")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actual = compiled(*inputs)
+    torch.testing.assert_close(actual, model(*inputs))
+    counters = tessel.stats()
+    assert counters["graphs_fallback"] == 0 and not counters["fallback_reasons"]
+    assert len(counters["native_ops"]) == 1
+    assert "aten._transformer_encoder_layer_fwd" in counters["native_ops"][0]
 
 
 @pytest.mark.parametrize("build", [mlp, cnn_with_batch_norm, transformer_encoder_layer])

@@ -16,6 +16,7 @@ from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
+from tessel.frontend.native_ops import native_ops_in
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
 from tessel.options import Options
@@ -105,10 +106,18 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
 def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
                       excluded: frozenset[str], reasons: list[str]):
     """(graph name, callable): compiled whole, else split around the failing op (whose
-    nodes run eagerly), else eager. Appends what runs eagerly, and why, to `reasons`."""
+    nodes run eagerly), else eager. Appends what runs eagerly, and why, to `reasons`.
+    Ops left native on purpose (native_ops.py) are split around first, silently."""
     dump = GraphDump(options.dump_dir, kind)
     stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
+    native = {op: why for op, why in native_ops_in(gm).items() if op not in excluded}
+    if native:
+        for op, why in native.items():
+            counters.record_native(f"{dump.graph_name}: {op}: {why}")
+        log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(native))
+        split = _split(gm, options, kind, excluded | frozenset(native), reasons)
+        return dump.graph_name, gm if split is None else split
     try:
         host, kernels, locate = _compile(gm, options, stages)
     except UnsupportedGraph as error:

@@ -13,7 +13,6 @@ import functools
 import math
 
 import torch
-import torch.nn.functional as F
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 from tessel.frontend.lowerable_decompositions import lowerable_decompositions
@@ -25,41 +24,6 @@ aten = torch.ops.aten
 def fma(a, b, c):
     """prims.fma (from Adam's update): LLVM contracts the multiply-add again."""
     return a * b + c
-
-
-def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
-                                  proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1,
-                                  norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
-                                  ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
-    """nn.TransformerEncoderLayer's inference fast path, as the layer's own math."""
-    if mask is not None or src.dim() != 3:
-        return NotImplemented  # masks come in three encodings; leave those to eager
-    batch, length, _ = src.shape
-    head_dim = embed_dim // num_heads
-
-    def self_attention(x):
-        qkv = F.linear(x, qkv_weight, qkv_bias)
-        qkv = qkv.view(batch, length, 3, num_heads, head_dim).permute(2, 0, 3, 1, 4)
-        attended = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])
-        return F.linear(attended.transpose(1, 2).reshape(batch, length, embed_dim),
-                        proj_weight, proj_bias)
-
-    def feed_forward(x):
-        hidden = F.linear(x, ffn_weight_1, ffn_bias_1)
-        hidden = F.gelu(hidden) if use_gelu else F.relu(hidden)
-        return F.linear(hidden, ffn_weight_2, ffn_bias_2)
-
-    def norm_1(x):
-        return F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
-
-    def norm_2(x):
-        return F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
-
-    if norm_first:
-        x = src + self_attention(norm_1(src))
-        return x + feed_forward(norm_2(x))
-    x = norm_1(src + self_attention(src))
-    return norm_2(x + feed_forward(x))
 
 
 def flash_attention_for_cpu_backward(grad_out, query, key, value, out, attention, dropout_p,
@@ -107,7 +71,6 @@ def decomposition_table() -> dict:
     table.update(lowerable_decompositions())
     table.update(special_decompositions())
     table[torch.ops.prims.fma.default] = fma
-    table[aten._transformer_encoder_layer_fwd.default] = transformer_encoder_layer_fwd
     table[aten.var_mean.correction] = var_mean_correction
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)
