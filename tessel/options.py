@@ -31,8 +31,9 @@ class Options:
         None, "directory that receives, per compiled graph, one file per stage "
         "(FX graph, torch IR, linalg IR, pipeline output, LLVM IR, host program)", (str, os.PathLike))
     target: str = _option(
-        "auto", "code generator: 'cpu' (MLIR -> LLVM JIT); 'auto' picks by the inputs' device",
-        (str,), ("auto", "cpu"))
+        "auto", "code generator: 'cpu' (MLIR -> LLVM JIT), 'triton' (Triton kernels; on CPU "
+        "tensors under TRITON_INTERPRET=1); 'auto' picks triton for CUDA inputs, else cpu",
+        (str,), ("auto", "cpu", "triton"))
     pipeline: str | None = _option(
         None, "pass pipeline run on linalg-on-tensors IR instead of the target's named one "
         "(a registered name like 'cpu', or 'builtin.module(...)')", (str,))

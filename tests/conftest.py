@@ -1,8 +1,14 @@
-import pytest
-import torch
-import torch._dynamo
+import os
 
-import tessel
+# The Triton target's kernels run in Triton's interpreter, on CPU tensors, in these
+# tests (test_triton_target.py); Triton reads the switch when it is first imported.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch._dynamo  # noqa: E402
+
+import tessel  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

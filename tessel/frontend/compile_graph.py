@@ -36,19 +36,19 @@ class IndexOutOfRange(IndexError, RuntimeError):
 
 
 def resolve_target(options: Options, gm: torch.fx.GraphModule) -> str:
+    """options.target, or with "auto": triton for a graph with CUDA inputs, else cpu
+    (inputs on other devices are refused by prepare_graph, naming them)."""
     if options.target != "auto":
         return options.target
     values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
     devices = {v.device.type for v in values if isinstance(v, torch.Tensor)}
-    if devices - {"cpu"}:
-        raise UnsupportedGraph(f"no tessel target for device(s) {sorted(devices - {'cpu'})} yet")
-    return "cpu"
+    return "triton" if "cuda" in devices else "cpu"
 
 
 def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
     with stages.timed("prepare"):
-        import_module, signature = prepare_graph(rewrite_dynamic_views(gm))
         target = get_target(resolve_target(options, gm))
+        import_module, signature = prepare_graph(rewrite_dynamic_views(gm), target.devices())
     with stages.timed("import"):
         try:
             module = import_graph(import_module.graph, node_locations=options.check_accuracy)

@@ -107,13 +107,13 @@ def _dense(shape, stride) -> bool:
     return True
 
 
-def _check_input(node: torch.fx.Node, value) -> TensorInput | ScalarInput:
+def _check_input(node: torch.fx.Node, value, devices: frozenset[str]) -> TensorInput | ScalarInput:
     if isinstance(value, torch.Tensor):
         if value.layout != torch.strided:
             raise UnsupportedGraph(f"input {node.name} has layout {value.layout}", node.name)
         if value.dtype not in SUPPORTED_DTYPES:
             raise UnsupportedGraph(f"input {node.name} has dtype {value.dtype}", node.name)
-        if value.device.type != "cpu":
+        if value.device.type not in devices:
             raise UnsupportedGraph(f"input {node.name} is on {value.device}", node.name)
         return TensorInput(node.name, value.dtype, value.dim())
     if isinstance(value, torch.SymInt):
@@ -265,8 +265,10 @@ def _check_size(node: torch.fx.Node) -> None:
             f"{_PHYSICAL_MEMORY / 2**30:.1f} GiB of memory; compiled code would materialize it")
 
 
-def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, GraphSignature]:
-    """The graph to import (op-made tensor outputs only) and the host-side signature."""
+def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset({"cpu"})
+                  ) -> tuple[torch.fx.GraphModule, GraphSignature]:
+    """The graph to import (op-made tensor outputs only) and the host-side signature;
+    tensor inputs must live on one of `devices` (those the target runs on)."""
     for node in gm.graph.nodes:
         if node.op != "call_function":
             continue
@@ -276,7 +278,7 @@ def prepare_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, Graph
         _check_size(node)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     values = [n.meta.get("val") for n in placeholders]
-    inputs = [_check_input(n, v) for n, v in zip(placeholders, values)]
+    inputs = [_check_input(n, v, devices) for n, v in zip(placeholders, values)]
     bindings = _bind_symbols(inputs, values)
     bound = {symbol for symbol, _ in bindings}
 

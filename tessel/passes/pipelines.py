@@ -103,7 +103,9 @@ register_pipeline(
     "builtin.module(check-contract{target=gpu},"
     "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
     "pad-contractions,"
-    + _fusion("fuse-tiles") +
+    # Gemms stay library calls (cuBLAS through aten) until the Triton target has a
+    # tl.dot template to fuse their epilogues into.
+    + _fusion("fuse-tiles{gemm-epilogues=false}") +
     "form-kernels,choose-gpu-blocks)",
     "the GPU target's kernel formation: fused kernels with Triton block sizes",
 )

@@ -9,7 +9,8 @@ from typing import Callable, ClassVar
 from tessel import ir
 
 # Imported lazily, so a target's toolchain loads only when a graph asks for it.
-_TARGETS = {"cpu": "tessel.targets.cpu.target:CpuTarget"}
+_TARGETS = {"cpu": "tessel.targets.cpu.target:CpuTarget",
+            "triton": "tessel.targets.triton.target:TritonTarget"}
 
 
 class RuntimeCheckFailed(RuntimeError):
@@ -22,6 +23,11 @@ class Target(ABC):
     name: ClassVar[str]
     # The named pipeline (tessel/passes/pipelines.py) the target runs by default.
     default_pipeline: ClassVar[str]
+
+    @staticmethod
+    def devices() -> frozenset[str]:
+        """The torch device types whose tensors the compiled code takes."""
+        return frozenset({"cpu"})
 
     @abstractmethod
     def compile(self, module: ir.Module, signature, options, stages) -> tuple[Callable, int]:

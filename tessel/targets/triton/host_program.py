@@ -1,0 +1,171 @@
+"""Generates the Triton target's host program: readable Python that walks `main` in
+order, allocates each kernel's output buffers, launches the Triton kernels, calls
+aten (cuBLAS) for the gemm library calls, and reshapes views in between."""
+
+from __future__ import annotations
+
+from tessel import ir
+from tessel.frontend.signature import GraphSignature, TensorInput
+from tessel.targets.triton.kernel_source import (
+    TORCH_DTYPES,
+    KernelSource,
+    UnsupportedKernel,
+    fill_constant,
+    scalar_literal,
+)
+
+_VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
+
+
+def _shape_text(shape: list[int]) -> str:
+    return "(" + "".join(f"{size}, " for size in shape).removesuffix(" ") + ")"
+
+
+def _element(value: ir.Value) -> str:
+    return str(value.type.element_type)
+
+
+def _gemm_operands(names: list[str], maps: list[ir.AffineMap], batch: bool) -> list[str]:
+    """A and B of `C += A B`, each transposed where its map reads (k, m) or (n, k)."""
+    skip = 1 if batch else 0
+    output = [e.position for e in maps[2].results]
+    m = output[skip]
+    k = next(d for d in range(maps[2].n_dims) if d not in output)
+    operands = []
+    for name, affine_map, leading in zip(names, maps, (m, k)):
+        transposed = affine_map.results[skip].position != leading
+        operands.append(f"{name}.transpose(-2, -1)" if transposed else name)
+    return operands
+
+
+class _HostWriter:
+    def __init__(self, main: ir.Operation, kernels: dict[str, KernelSource],
+                 signature: GraphSignature):
+        self.kernels = kernels
+        self.signature = signature
+        self.names: dict = {}
+        self.lines: list[str] = []
+        self.counter = 0
+        block = main.regions[0].blocks[0]
+        for argument, graph_input in zip(block.arguments, signature.inputs):
+            self.names[argument] = graph_input.name
+        self.ops = [op.operation for op in block.operations]
+        # Constant fills read only by other kernels are not launched: their readers use
+        # the constant (kernel_source.fill_constant).
+        self.skipped_fills = {op.results[0] for op in self.ops
+                              if op.name == "tkern.kernel" and fill_constant(op.results[0])
+                              and all(self._inside_a_kernel(use) for use in op.results[0].uses)}
+
+    @staticmethod
+    def _inside_a_kernel(use) -> bool:
+        owner = ir.operation_of(use.owner)
+        return owner is not None and owner.name not in ("tkern.kernel", "tkern.library_call") \
+            and owner.parent is not None and owner.parent.name in (
+                "tkern.kernel", "tkern.library_call", "scf.forall", "linalg.generic")
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"buf{self.counter}"
+
+    def name_of(self, value: ir.Value) -> str:
+        if value not in self.names:
+            raise UnsupportedKernel("func.func", f"value {value.get_name()} has no host buffer")
+        return self.names[value]
+
+    def write(self) -> list[str]:
+        for op in self.ops:
+            if op.name == "tkern.kernel":
+                if op.results[0] not in self.skipped_fills:
+                    self.launch(op)
+            elif op.name == "tkern.library_call":
+                self.library_call(op)
+            elif op.name in _VIEWS:
+                shape = list(op.results[0].type.shape)
+                self.assign(op.results[0], f"{self.name_of(op.operands[0])}.reshape"
+                                           f"{_shape_text(shape)}")
+            elif op.name == "tensor.cast":
+                self.names[op.results[0]] = self.name_of(op.operands[0])
+            elif op.name == "arith.constant":
+                self.constant(op)
+            elif op.name in ("tensor.empty", "func.return"):
+                continue  # outputs are allocated where a kernel writes them
+            else:
+                raise UnsupportedKernel(op.name, "at the host level of the Triton target")
+        return self.lines
+
+    def assign(self, value: ir.Value, expression: str) -> str:
+        name = self.fresh()
+        self.lines.append(f"{name} = {expression}")
+        self.names[value] = name
+        return name
+
+    def constant(self, op: ir.Operation) -> None:
+        result = op.results[0]
+        if not isinstance(result.type, ir.ShapedType):
+            return  # scalars are literals inside the kernels
+        value = scalar_literal(op.attributes["value"])  # splats only; raises otherwise
+        self.assign(result, f"torch.full({_shape_text(list(result.type.shape))}, {value}, "
+                            f"dtype={TORCH_DTYPES[_element(result)]}, device=device)")
+
+    def launch(self, op: ir.Operation) -> None:
+        kernel = self.kernels[ir.StringAttr(op.attributes["sym_name"]).value]
+        inputs = [self.name_of(value) for value in kernel.inputs]
+        outputs = []
+        for result, buffer in zip(op.results, kernel.results):
+            outputs.append(self.assign(result, f"torch.empty({_shape_text(buffer.shape)}, "
+                                               f"dtype={TORCH_DTYPES[buffer.element]}, "
+                                               "device=device)"))
+        strides = [f"*{name}.stride()" for name, value in zip(inputs, kernel.inputs)
+                   if value.type.rank]
+        arguments = ", ".join(inputs + outputs + strides)
+        self.lines.append(f"{kernel.name}[{kernel.grid}]({arguments}, BLOCK={kernel.block}, "
+                          f"num_warps={kernel.num_warps})")
+
+    def library_call(self, op: ir.Operation) -> None:
+        body = [o.operation for o in op.regions[0].blocks[0].operations]
+        contraction = body[0]
+        if contraction.name not in ("linalg.matmul", "linalg.batch_matmul") or len(body) != 2:
+            raise UnsupportedKernel(contraction.name, "a library call other than a gemm")
+        batch = contraction.name == "linalg.batch_matmul"
+        a, b = (self.name_of(v) for v in contraction.operands[:2])
+        if "indexing_maps" in contraction.attributes:
+            maps = [ir.AffineMapAttr(m).value
+                    for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
+            a, b = _gemm_operands([a, b], maps, batch)
+        init = contraction.operands[2]
+        product = f"torch.matmul({a}, {b})"
+        if init not in self.skipped_fills:
+            product = f"{self.name_of(init)} + {product}"
+        elif fill_constant(init) not in ("0.0", "0"):
+            product = f"{product} + {fill_constant(init)}"
+        self.assign(op.results[0], product)
+
+
+def generate(module: ir.Module, kernels: dict[str, KernelSource],
+             signature: GraphSignature, graph_name: str) -> str:
+    """The host program of one graph: defines host(*graph_inputs) -> tuple of outputs."""
+    main = next(op.operation for op in module.body.operations
+                if op.operation.name == "func.func" and op.sym_name.value == "main")
+    writer = _HostWriter(main, kernels, signature)
+    tensors = [arg.name for arg in signature.inputs if isinstance(arg, TensorInput)]
+    device = f"{tensors[0]}.device" if tensors else "torch.device('cuda')"
+    body = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]
+    body.append(f"device = {device}")
+    body += writer.write()
+    returned = writer.ops[-1].operands
+    if len(returned) != len(signature.results):
+        raise ValueError(f"main returns {len(returned)} tensors, the graph "
+                         f"{len(signature.results)}")
+    for index, (value, result) in enumerate(zip(returned, signature.results)):
+        body.append(f"out{index} = {writer.name_of(value)}")
+        if result.stride is not None:
+            # Eager returns this output strided; callers may rely on its layout.
+            body.append(f"out{index} = torch.empty_strided(out{index}.shape, "
+                        f"({', '.join(result.stride)},), dtype={result.dtype}, "
+                        f"device=device).copy_(out{index})")
+    body.append(f"return ({''.join(r + ', ' for r in signature.returns)})")
+    lines = [f"# tessel host program for graph {graph_name} (target triton)",
+             f"def host({', '.join(arg.name for arg in signature.inputs)}):"]
+    lines += ["    " + line for line in body]
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,646 @@
+"""Triton source for one `tkern.kernel` of the `gpu` pipeline.
+
+The pipeline leaves two shapes of kernel (see fuse-tiles and choose-gpu-blocks):
+
+- pointwise: linalg.generic ops over a whole tensor. Each program computes BLOCK
+  consecutive points of the row-major iteration space; every operand is loaded
+  through its indexing map and the strides the host passes, so broadcasts,
+  transposes and non-contiguous inputs need no copies.
+- row: an scf.forall with one program per row, whose body works on 1 x row tiles:
+  elementwise generics, reductions of the whole row to one value, and a
+  parallel_insert_slice per result. The row stays in registers ("persistent", the
+  row fits one block), so a reduction's prologue, the reduction and its epilogue
+  are one pass over memory. A kernel with a reduction but no forall is one row.
+
+Inside a kernel every value is a row (a [BLOCK] vector over the flattened iteration
+space `r`) or a per-program scalar. Anything else (a row read through a different
+map, partial reductions of a row, rows larger than a block, dynamic sizes) raises
+UnsupportedKernel, naming the op; the graph then runs eagerly around it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tessel import ir
+
+# Result dtypes as torch spells them, for the host program.
+TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
+                "f64": "torch.float64", "i64": "torch.int64", "i32": "torch.int32",
+                "i16": "torch.int16", "i8": "torch.int8", "i1": "torch.bool"}
+_TRITON_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16",
+                  "f64": "tl.float64", "i64": "tl.int64", "i32": "tl.int32",
+                  "i16": "tl.int16", "i8": "tl.int8", "i1": "tl.int1"}
+
+# Helpers the generated module defines once (see PRELUDE): reductions that keep NaNs,
+# as arith.maximumf/minimumf do (tl.max and tl.min drop them).
+PRELUDE = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _maximum(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _minimum(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _product(a, b):
+    return a * b
+'''
+
+_BINARY = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-",
+           "arith.mulf": "*", "arith.muli": "*", "arith.divf": "/", "arith.andi": "&",
+           "arith.ori": "|", "arith.xori": "^"}
+_UNARY_CALLS = {"math.exp": "tl.exp", "math.exp2": "tl.exp2", "math.log": "tl.log",
+                "math.log2": "tl.log2", "math.sqrt": "tl.sqrt", "math.rsqrt": "tl.rsqrt",
+                "math.absf": "tl.abs", "math.absi": "tl.abs", "math.erf": "tl.erf",
+                "math.sin": "tl.sin", "math.cos": "tl.cos", "math.floor": "tl.floor",
+                "math.ceil": "tl.ceil"}
+_CMPF = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "une": "!="}
+# Unordered predicates: true when either side is NaN, else the ordered comparison.
+_CMPF_UNORDERED = {"ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<="}
+_CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+_CASTS = ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+          "arith.fptoui", "arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast")
+# Reduction combiners: (reduce call, identity by element kind, how to merge the init).
+_COMBINERS = {
+    "arith.addf": ("tl.sum({x}, axis=0)", "0", "{init} + {x}"),
+    "arith.addi": ("tl.sum({x}, axis=0)", "0", "{init} + {x}"),
+    "arith.mulf": ("tl.reduce({x}, 0, _product)", "1", "{init} * {x}"),
+    "arith.maximumf": ("tl.reduce({x}, 0, _maximum)", "float('-inf')", "_maximum({init}, {x})"),
+    "arith.minimumf": ("tl.reduce({x}, 0, _minimum)", "float('inf')", "_minimum({init}, {x})"),
+    "arith.maxnumf": ("tl.max({x}, axis=0)", "float('-inf')", "tl.maximum({init}, {x})"),
+    "arith.minnumf": ("tl.min({x}, axis=0)", "float('inf')", "tl.minimum({init}, {x})"),
+}
+_CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
+                    "uge", "ult", "ule", "une", "uno", "true"]
+_CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+
+
+class UnsupportedKernel(Exception):
+    """A kernel this code generator cannot express; `op` names the op that stopped it."""
+
+    def __init__(self, op: str, reason: str):
+        super().__init__(f"{op}: {reason}")
+        self.op = op
+
+
+@dataclass
+class KernelResult:
+    """A buffer the kernel writes whole (row-major, contiguous)."""
+    shape: list[int]
+    element: str                    # MLIR element type: f32, bf16, ...
+
+
+@dataclass
+class KernelSource:
+    """One Triton kernel and what its launch needs."""
+    name: str
+    source: str                     # the @triton.jit function
+    inputs: list[ir.Value]          # main-level tensors it reads, in parameter order
+    results: list[KernelResult]     # buffers it writes, after the inputs
+    grid: tuple[int, ...]
+    block: int
+    num_warps: int
+
+
+def _static_shape(value: ir.Value, where: str) -> list[int]:
+    shaped = ir.ShapedType(value.type)
+    if not shaped.has_static_shape:
+        raise UnsupportedKernel(where, f"dynamic sizes ({value.type}) are not supported yet")
+    return list(shaped.shape)
+
+
+def _element(value: ir.Value) -> str:
+    value_type = value.type
+    element = value_type.element_type if isinstance(value_type, ir.ShapedType) else value_type
+    name = str(element)
+    if name == "index":
+        return "i64"
+    if name not in _TRITON_DTYPES:
+        raise UnsupportedKernel("tkern.kernel", f"element type {name} is not supported")
+    return name
+
+
+def scalar_literal(attribute: ir.Attribute) -> str:
+    if isinstance(attribute, ir.FloatAttr):
+        value = attribute.value
+        if math.isnan(value):
+            return "float('nan')"
+        return repr(value) if math.isfinite(value) else f"float('{value}')"
+    if isinstance(attribute, ir.BoolAttr):
+        return str(attribute.value)
+    if isinstance(attribute, ir.IntegerAttr):
+        if str(attribute.type) == "i1":
+            return str(bool(attribute.value))
+        return str(attribute.value)
+    if isinstance(attribute, ir.DenseElementsAttr) and attribute.is_splat:
+        return scalar_literal(attribute.get_splat_value())
+    raise UnsupportedKernel("arith.constant", f"constant {attribute} is not a scalar")
+
+
+def _maps(generic: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+
+
+def _reduction_dims(generic: ir.Operation) -> set[int]:
+    return {d for d, it in enumerate(ir.ArrayAttr(generic.attributes["iterator_types"]))
+            if "reduction" in str(it)}
+
+
+def _domain(generic: ir.Operation) -> list[int]:
+    """The loop ranges of a linalg.generic, from its operands' static shapes."""
+    maps = _maps(generic)
+    ranges: list[int | None] = [None] * maps[0].n_dims
+    for operand, affine_map in zip(generic.operands, maps):
+        shape = _static_shape(operand, "linalg.generic")
+        for size, expr in zip(shape, affine_map.results):
+            if isinstance(expr, ir.AffineDimExpr):
+                ranges[expr.position] = size
+    if any(size is None for size in ranges):
+        raise UnsupportedKernel("linalg.generic", "a loop range no operand determines")
+    return ranges
+
+
+@dataclass
+class _Slice:
+    """A tile of a main-level tensor: `base` at per-dim offsets (Python expressions)."""
+    base: ir.Value
+    offsets: list[str]
+
+
+@dataclass
+class _Writer:
+    name: str
+    block: int
+    lines: list[str] = field(default_factory=list)
+    registers: dict = field(default_factory=dict)       # Value -> (expression, "row"|"scalar")
+    literals: dict = field(default_factory=dict)        # Value -> (Python literal, "literal:f32")
+    program_ids: dict = field(default_factory=dict)     # row loop index -> "pid0", ...
+    loads: dict = field(default_factory=dict)           # tl.load expression -> variable
+    slices: dict = field(default_factory=dict)          # Value -> _Slice
+    inputs: list = field(default_factory=list)          # main-level tensors read
+    results: list = field(default_factory=list)         # KernelResult per output buffer
+    row_shape: list[int] | None = None                  # the iteration space `r` covers
+    pointwise: bool = False
+    counter: int = 0
+
+    # ----------------------------------------------------------------- names
+
+    def fresh(self, stem: str = "v") -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+
+    def input_pointer(self, value: ir.Value) -> str:
+        for index, known in enumerate(self.inputs):
+            if known == value:
+                return f"in{index}"
+        self.inputs.append(value)
+        return f"in{len(self.inputs) - 1}"
+
+    # ----------------------------------------------------------------- indices
+
+    def local_indices(self, domain: list[int]) -> tuple[list[str], str]:
+        """Per loop dim, the Python expression of its index over a generic's domain,
+        and the domain's kind: "row" (spans `r`) or "scalar" (all dims of size 1)."""
+        wide = [size for size in domain if size != 1]
+        if not wide:
+            return ["0"] * len(domain), "scalar"
+        if wide != self.row_shape:
+            raise UnsupportedKernel("linalg.generic", f"iteration space {domain} differs "
+                                    f"from the kernel's {self.row_shape}")
+        indices, inner = [], 1
+        for size in reversed(domain):
+            if size == 1:
+                indices.append("0")
+                continue
+            indices.append(f"((r // {inner}) % {size})" if inner > 1 else f"(r % {size})")
+            inner *= size
+        return list(reversed(indices)), "row"
+
+    def address(self, pointer_strides: list[str], offsets: list[str], exprs: list[str]) -> str:
+        terms = []
+        for stride, offset, index in zip(pointer_strides, offsets, exprs):
+            position = index if offset == "0" else (offset if index == "0" else f"({offset} + {index})")
+            if position != "0":
+                terms.append(f"{position} * {stride}")
+        return " + ".join(terms) or "0"
+
+    # ----------------------------------------------------------------- operands
+
+    def read(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[str],
+             kind: str) -> tuple[str, str]:
+        """(expression, kind) of `value` read through `affine_map` at `indices`."""
+        if value in self.literals:
+            return self.literals[value]
+        if value in self.registers:
+            expression, value_kind = self.registers[value]
+            if value_kind == "scalar" or (kind == "row" and _is_identity(affine_map)):
+                return expression, value_kind
+            raise UnsupportedKernel("linalg.generic", "a row value read through a map "
+                                    f"other than the identity ({affine_map})")
+        if not isinstance(value.type, ir.ShapedType):
+            raise UnsupportedKernel("linalg.generic", f"a scalar argument of type {value.type}")
+        tile = self.slices.get(value) or _Slice(value, ["0"] * len(affine_map.results))
+        if _is_empty(tile.base):
+            raise UnsupportedKernel("linalg.generic", "a read of an uninitialized tensor")
+        filled = fill_constant(tile.base)
+        if filled is not None:
+            return filled, f"literal:{_element(tile.base)}"
+        exprs = [_index_of(e, indices) for e in affine_map.results]
+        pointer = self.input_pointer(tile.base)
+        strides = [f"{pointer}_stride{d}" for d in range(len(exprs))]
+        address = self.address(strides, tile.offsets, exprs)
+        kind = "row" if any(e != "0" for e in exprs) else "scalar"
+        load = f"tl.load({pointer} + {address}" + (", mask=mask)" if kind == "row" else ")")
+        if load not in self.loads:  # one load per address, however many generics read it
+            self.loads[load] = self.fresh()
+            self.emit(f"{self.loads[load]} = {load}")
+        return self.loads[load], kind
+
+    # ----------------------------------------------------------------- ops
+
+    def generic(self, op: ir.Operation) -> None:
+        domain = _domain(op)
+        indices, kind = self.local_indices(domain)
+        maps = _maps(op)
+        block = op.regions[0].blocks[0]
+        n_inputs = len(op.operands) - len(op.results)
+        body_ops = [o.operation for o in block.operations]
+        yielded = body_ops[-1].operands
+        names: dict = {}
+        for argument, operand, affine_map in zip(block.arguments, op.operands[:n_inputs], maps):
+            names[argument] = self.read(operand, affine_map, indices, kind)
+        reductions = _reduction_dims(op)
+        if reductions:
+            if len(op.results) != 1:
+                raise UnsupportedKernel("linalg.generic", "a reduction with several results")
+            if kind != "row" or any(domain[d] != 1 for d in range(len(domain))
+                                    if d not in reductions):
+                raise UnsupportedKernel("linalg.generic", "a reduction of part of a row")
+            out_argument = block.arguments[n_inputs]
+            combiner = ir.operation_of(yielded[0].owner)
+            if combiner is None or combiner.name not in _COMBINERS:
+                raise UnsupportedKernel("linalg.generic", "a reduction whose combiner is "
+                                        f"{combiner.name if combiner else 'a block argument'}")
+            others = [v for v in combiner.operands if v != out_argument]
+            if len(others) != 1 or combiner != body_ops[-2]:
+                raise UnsupportedKernel(combiner.name, "the reduction's init is not one operand")
+            for body_op in body_ops[:-2]:
+                self.body_op(body_op, names)
+            if any(out_argument == v for body_op in body_ops[:-2] for v in body_op.operands):
+                raise UnsupportedKernel("linalg.generic", "the reduction reads its init twice")
+            reduce_call, identity, merge = _COMBINERS[combiner.name]
+            element = _element(op.results[0])
+            masked = self.fresh()
+            prologue = _as_expression(self.value(others[0], names))
+            self.emit(f"{masked} = tl.where(mask, {prologue}, "
+                      f"tl.full([BLOCK], {identity}, {_TRITON_DTYPES[element]}))")
+            reduced = self.fresh()
+            self.emit(f"{reduced} = {reduce_call.format(x=masked)}")
+            init, _ = self.read(op.operands[n_inputs], maps[n_inputs], ["0"] * len(domain),
+                                "scalar")
+            result = self.fresh()
+            self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
+            self.registers[op.results[0]] = (result, "scalar")
+            return
+        for index, argument in enumerate(block.arguments[n_inputs:]):
+            if any(argument == v for body_op in body_ops for v in body_op.operands):
+                names[argument] = self.read(op.operands[n_inputs + index],
+                                            maps[n_inputs + index], indices, kind)
+        for body_op in body_ops[:-1]:
+            self.body_op(body_op, names)
+        for result, value, affine_map in zip(op.results, yielded, maps[n_inputs:]):
+            if not _is_identity(affine_map):
+                raise UnsupportedKernel("linalg.generic", f"an output map {affine_map}")
+            expression, value_kind = self.value(value, names)
+            if kind == "row" and value_kind == "scalar":
+                widened = self.fresh()
+                self.emit(f"{widened} = tl.full([BLOCK], {expression}, "
+                          f"{_TRITON_DTYPES[_element(result)]})")
+                expression = widened
+            self.registers[result] = (expression, kind)
+
+    def value(self, value: ir.Value, names: dict) -> tuple[str, str]:
+        if value in names:
+            return names[value]
+        if value in self.literals:
+            return self.literals[value]
+        if value in self.registers:
+            return self.registers[value]
+        raise UnsupportedKernel("linalg.generic", "a body value defined outside the kernel")
+
+    def body_op(self, op: ir.Operation, names: dict) -> None:
+        name = op.name
+        if name == "arith.constant":
+            names[op.results[0]] = (scalar_literal(op.attributes["value"]),
+                                    f"literal:{_element(op.results[0])}")
+            return
+        if name == "linalg.index":
+            raise UnsupportedKernel(name, "index-dependent bodies are not supported yet")
+        operands = [self.value(v, names) for v in op.operands]
+        kind = "row" if any(k == "row" for _, k in operands) else "scalar"
+        args = [expression for expression, _ in operands]
+        if name in _CASTS and operands[0][1].startswith("literal"):
+            names[op.results[0]] = (_cast_literal(args[0], _element(op.results[0])),
+                                    f"literal:{_element(op.results[0])}")
+            return
+        expression = self.expression(op, [_as_expression(o) for o in operands], args)
+        variable = self.fresh()
+        self.emit(f"{variable} = {expression}")
+        names[op.results[0]] = (variable, kind)
+
+    def expression(self, op: ir.Operation, typed: list[str], args: list[str]) -> str:
+        name = op.name
+        if name in _BINARY:
+            return f"{args[0]} {_BINARY[name]} {args[1]}"
+        if name in _UNARY_CALLS:
+            return f"{_UNARY_CALLS[name]}({typed[0]})"
+        if name == "arith.negf":
+            return f"-{args[0]}"
+        if name == "math.tanh":
+            # 1 - 2 / (exp(2x) + 1): exact limits at +-inf; libdevice.tanh does not run
+            # in TRITON_INTERPRET mode, where the tests check these kernels.
+            return f"1.0 - 2.0 / (tl.exp(2.0 * {typed[0]}) + 1.0)"
+        if name in ("arith.maximumf", "arith.minimumf"):
+            return f"_{name.split('.')[1].removesuffix('f')}({typed[0]}, {typed[1]})"
+        if name in ("arith.maxnumf", "arith.maxsi", "arith.maxui"):
+            return f"tl.maximum({typed[0]}, {typed[1]})"
+        if name in ("arith.minnumf", "arith.minsi", "arith.minui"):
+            return f"tl.minimum({typed[0]}, {typed[1]})"
+        if name == "arith.select":
+            return f"tl.where({typed[0]}, {typed[1]}, {typed[2]})"
+        if name == "arith.cmpf":
+            predicate = _CMPF_PREDICATES[ir.IntegerAttr(op.attributes["predicate"]).value]
+            a, b = args
+            if predicate in _CMPF:
+                return f"{a} {_CMPF[predicate]} {b}"
+            if predicate in _CMPF_UNORDERED:
+                return f"(({a} != {a}) | ({b} != {b}) | ({a} {_CMPF_UNORDERED[predicate]} {b}))"
+            if predicate == "uno":
+                return f"(({a} != {a}) | ({b} != {b}))"
+            if predicate == "ord":
+                return f"(({a} == {a}) & ({b} == {b}))"
+            if predicate == "one":
+                return f"(({a} == {a}) & ({b} == {b}) & ({a} != {b}))"
+            raise UnsupportedKernel(name, f"predicate {predicate}")
+        if name == "arith.cmpi":
+            predicate = _CMPI_PREDICATES[ir.IntegerAttr(op.attributes["predicate"]).value]
+            return f"{args[0]} {_CMPI[predicate]} {args[1]}"
+        if name in _CASTS:
+            return f"{typed[0]}.to({_TRITON_DTYPES[_element(op.results[0])]})"
+        if name == "arith.divsi":
+            return f"{args[0]} // {args[1]}"
+        if name == "arith.remsi":
+            return f"{args[0]} % {args[1]}"
+        if name == "math.fpowi" or name == "math.powf":
+            return self.power(op, typed, args)
+        raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
+
+    def power(self, op: ir.Operation, typed: list[str], args: list[str]) -> str:
+        exponent = ir.operation_of(op.operands[1].owner)
+        if exponent is None or exponent.name != "arith.constant":
+            raise UnsupportedKernel(op.name, "a non-constant exponent")
+        value = float(scalar_literal(exponent.attributes["value"]))
+        if value == 0.5:
+            return f"tl.sqrt({typed[0]})"
+        if value == int(value) and 1 <= value <= 4:
+            return " * ".join([args[0]] * int(value))
+        raise UnsupportedKernel(op.name, f"exponent {value}")
+
+
+def _is_identity(affine_map: ir.AffineMap) -> bool:
+    return all(isinstance(e, ir.AffineDimExpr) and e.position == i
+               for i, e in enumerate(affine_map.results)) and \
+        len(affine_map.results) == affine_map.n_dims
+
+
+def _index_of(expr, indices: list[str]) -> str:
+    if isinstance(expr, ir.AffineDimExpr):
+        return indices[expr.position]
+    if isinstance(expr, ir.AffineConstantExpr):
+        return str(expr.value)
+    raise UnsupportedKernel("linalg.generic", f"an indexing expression {expr}")
+
+
+def _as_expression(operand: tuple[str, str]) -> str:
+    """A literal as a typed Triton scalar (tl functions take tensors), else as is."""
+    expression, kind = operand
+    if kind.startswith("literal:"):
+        return f"tl.full([], {expression}, {_TRITON_DTYPES[kind.split(':')[1]]})"
+    return expression
+
+
+def _cast_literal(literal: str, element: str) -> str:
+    """A constant cast (arith.extf/truncf/sitofp/...) folded into its Python literal."""
+    if "float(" in literal:
+        return literal  # inf and nan stay what they are
+    number = float(literal == "True") if literal in ("True", "False") else float(literal)
+    if element.startswith("f") or element == "bf16":
+        return repr(number)
+    return str(bool(number)) if element == "i1" else str(int(number))
+
+
+# --------------------------------------------------------------------------- kernels
+
+def generate(kernel: ir.Operation) -> KernelSource:
+    """The Triton source of `kernel` (a tkern.kernel with a `tessel.gpu` decision)."""
+    decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
+    name = ir.StringAttr(kernel.attributes["sym_name"]).value
+    kind = ir.StringAttr(decision["kind"]).value
+    if kind == "row_looped":
+        raise UnsupportedKernel("tkern.kernel", f"{name}: rows longer than one block "
+                                "(looped reductions) are not supported yet")
+    writer = _Writer(name, ir.DenseI64ArrayAttr(decision["block"])[0])
+    num_warps = ir.IntegerAttr(decision["num_warps"]).value
+    body = [op.operation for op in kernel.regions[0].blocks[0].operations]
+    forall = next((op for op in body if op.name == "scf.forall"), None)
+    _capture_constants(kernel, writer)
+    if forall is not None:
+        grid = _row_kernel(writer, forall, body)
+    else:
+        grid = _flat_kernel(writer, body)
+    return KernelSource(name, _function_source(writer), writer.inputs, writer.results,
+                        grid, writer.block, num_warps)
+
+
+def _capture_constants(kernel: ir.Operation, writer: _Writer) -> None:
+    """Scalar constants the kernel uses from `main` become literals."""
+    def visit(op):
+        for operand in op.operands:
+            owner = ir.operation_of(operand.owner)
+            if owner is not None and owner.name == "arith.constant" and \
+                    not isinstance(operand.type, ir.ShapedType):
+                writer.literals[operand] = (scalar_literal(owner.attributes["value"]),
+                                            f"literal:{_element(operand)}")
+        return ir.WalkResult.ADVANCE
+    kernel.walk(visit)
+
+
+def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
+    generics = [op for op in body if op.name == "linalg.generic"]
+    if not generics or len(generics) != len(body) - 1:
+        names = sorted({op.name for op in body[:-1] if op.name != "linalg.generic"})
+        raise UnsupportedKernel(names[0] if names else "tkern.kernel",
+                                "only linalg.generic ops outside a row loop are supported")
+    reducing = any(_reduction_dims(op) for op in generics)
+    domain = _domain(generics[-1] if not reducing else
+                     next(op for op in generics if _reduction_dims(op)))
+    writer.row_shape = [size for size in domain if size != 1]
+    size = math.prod(writer.row_shape)
+    if reducing:
+        # A whole-tensor reduction: one program holds everything.
+        if size > writer.block:
+            raise UnsupportedKernel("linalg.generic", f"a reduction of {size} elements in one "
+                                    f"block of {writer.block}")
+        writer.emit("r = tl.arange(0, BLOCK)")
+        grid = (1,)
+    else:
+        writer.pointwise = True
+        writer.emit("r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
+        grid = (math.ceil(size / writer.block),)
+    writer.emit(f"mask = r < {size}")
+    for op in generics:
+        writer.generic(op)
+    yielded = body[-1].operands
+    for value in yielded:
+        producer = ir.operation_of(value.owner)
+        index = list(producer.results).index(value) if producer is not None else -1
+        init = producer.operands[len(producer.operands) - len(producer.results) + index]
+        _store(writer, value, ["0"] * len(_static_shape(value, "tkern.yield")), init)
+    return grid
+
+
+def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation]) -> tuple[int, ...]:
+    if len(body) != 2:
+        raise UnsupportedKernel("tkern.kernel", "a row loop next to other ops")
+    bounds = list(ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"]))
+    if any(b < 0 for b in bounds) or len(bounds) > 3:
+        raise UnsupportedKernel("scf.forall", f"row loop bounds {bounds}")
+    block = forall.regions[0].blocks[0]
+    n_ivs = len(bounds)
+    for axis, iv in enumerate(list(block.arguments)[:n_ivs]):
+        writer.program_ids[iv] = f"pid{axis}"
+        writer.emit(f"pid{axis} = tl.program_id({axis})")
+    shared = list(block.arguments)[n_ivs:]
+    inits = list(forall.operands)[len(forall.operands) - len(shared):]
+    destinations = dict(zip(shared, inits))
+    ops = [op.operation for op in block.operations]
+    terminator = ops[-1]
+    tiles = [op for op in ops[:-1] if op.name == "linalg.generic"]
+    if not tiles:
+        raise UnsupportedKernel("scf.forall", "a row loop without linalg.generic ops")
+    widest = max(tiles, key=lambda op: math.prod(_domain(op)))
+    writer.row_shape = [size for size in _domain(widest) if size != 1]
+    size = math.prod(writer.row_shape)
+    if size > writer.block:
+        raise UnsupportedKernel("scf.forall", f"a row of {size} elements in a block of "
+                                f"{writer.block}")
+    writer.emit("r = tl.arange(0, BLOCK)")
+    writer.emit(f"mask = r < {size}")
+    for op in ops[:-1]:
+        if op.name == "tensor.extract_slice":
+            _slice(writer, op, destinations)
+        elif op.name == "linalg.generic":
+            writer.generic(op)
+        else:
+            raise UnsupportedKernel(op.name, "in a row loop")
+    for insert in [o.operation for o in terminator.regions[0].blocks[0].operations]:
+        if insert.name != "tensor.parallel_insert_slice":
+            raise UnsupportedKernel(insert.name, "in a row loop's terminator")
+        offsets = _offsets(writer, insert, first_dynamic=2)
+        _store(writer, insert.operands[0], offsets, destinations[insert.operands[1]])
+    return tuple(bounds)
+
+
+def _offsets(writer: _Writer, op: ir.Operation, first_dynamic: int) -> list[str]:
+    """The offsets of an extract_slice / parallel_insert_slice as Python expressions;
+    sizes and strides must be static, strides 1, and the slice rank-preserving."""
+    static = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    if any(s != 1 for s in strides):
+        raise UnsupportedKernel(op.name, "strided slices are not supported yet")
+    dynamic = iter(list(op.operands)[first_dynamic:])
+    offsets = []
+    for offset in static:
+        if offset == ir.ShapedType.get_dynamic_stride_or_offset():
+            value = next(dynamic)
+            if value not in writer.program_ids:
+                raise UnsupportedKernel(op.name, "an offset that is not a row index")
+            offsets.append(writer.program_ids[value])
+        else:
+            offsets.append(str(offset))
+    return offsets
+
+
+def _slice(writer: _Writer, op: ir.Operation, destinations: dict) -> None:
+    source = op.operands[0]
+    if len(_static_shape(source, op.name)) != len(_static_shape(op.results[0], op.name)):
+        raise UnsupportedKernel(op.name, "rank-reducing slices are not supported yet")
+    offsets = _offsets(writer, op, first_dynamic=1)
+    if source in destinations:
+        source = destinations[source]  # a tile of an output: its initial contents
+    elif source in writer.slices or source in writer.registers:
+        raise UnsupportedKernel(op.name, "a slice of a tile")
+    writer.slices[op.results[0]] = _Slice(source, offsets)
+
+
+def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value) -> None:
+    """Store `value` into a new output buffer shaped like `init` at `offsets`. The
+    kernel writes every element (pointwise: all of them; row loops: every row), so
+    the buffer never starts from `init`'s contents."""
+    if value not in writer.registers:
+        raise UnsupportedKernel("tkern.yield", "a result not computed in the kernel")
+    expression, kind = writer.registers[value]
+    shape = _static_shape(init, "tkern.yield")
+    writer.results.append(KernelResult(shape, _element(init)))
+    pointer = f"out{len(writer.results) - 1}"
+    value_shape = _static_shape(value, "tkern.yield")
+    indices, _ = writer.local_indices(value_shape)
+    strides = [str(math.prod(shape[d + 1:])) for d in range(len(shape))]
+    address = writer.address(strides, offsets, indices)
+    mask = ", mask=mask" if kind == "row" else ""
+    writer.emit(f"tl.store({pointer} + {address}, {expression}{mask})")
+
+
+def fill_constant(value: ir.Value) -> str | None:
+    """The literal a tensor holds everywhere when a kernel of its own only fills it with
+    a constant (reduction and gemm inits), else None: readers use the literal instead."""
+    kernel = ir.operation_of(value.owner)
+    if kernel is None or kernel.name != "tkern.kernel":
+        return None
+    body = [op.operation for op in kernel.regions[0].blocks[0].operations]
+    if len(body) != 2 or body[0].name != "linalg.generic" or len(body[0].operands) != 1:
+        return None
+    (yielded,) = [op.operation for op in body[0].regions[0].blocks[0].operations]
+    source = ir.operation_of(yielded.operands[0].owner)
+    if source is None or source.name != "arith.constant":
+        return None
+    return scalar_literal(source.attributes["value"])
+
+
+def _is_empty(value: ir.Value) -> bool:
+    owner = ir.operation_of(value.owner)
+    return owner is not None and owner.name == "tensor.empty"
+
+
+def _function_source(writer: _Writer) -> str:
+    parameters = [f"in{i}" for i in range(len(writer.inputs))]
+    parameters += [f"out{i}" for i in range(len(writer.results))]
+    for index, value in enumerate(writer.inputs):
+        rank = len(_static_shape(value, "tkern.kernel"))
+        parameters += [f"in{index}_stride{d}" for d in range(rank)]
+    lines = ["@triton.jit", f"def {writer.name}({', '.join(parameters + ['BLOCK: tl.constexpr'])}):"]
+    lines += [f"    {line}" for line in writer.lines]
+    return "\n".join(lines) + "\n"

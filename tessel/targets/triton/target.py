@@ -1,0 +1,88 @@
+"""The Triton target: linalg-on-tensors -> kernels (the `gpu` pipeline) -> Triton source
+for each kernel plus a generated Python host program that launches them.
+
+CUDA tensors pick this target (options={"target": "triton"} forces it); under
+TRITON_INTERPRET=1 its kernels run on CPU tensors, which is how the tests check their
+numerics on a machine without a GPU. The generated kernels module is written to a
+cache directory named by its content, so Triton's own on-disk cache of compiled
+binaries, keyed by source, serves a second process that compiles the same graph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+from typing import Callable, ClassVar
+
+import torch
+
+from tessel import ir
+from tessel.frontend.signature import GraphSignature
+from tessel.passes.form_kernels import KERNEL_OPS
+from tessel.stages import CompileFailure, Stages
+from tessel.targets.base import Target
+from tessel.targets.triton import host_program, kernel_source
+from tessel.targets.triton.kernel_source import UnsupportedKernel
+
+
+def cache_dir() -> Path:
+    """Where generated kernel modules live: $TESSEL_CACHE_DIR/triton, else
+    ~/.cache/tessel/triton."""
+    root = os.environ.get("TESSEL_CACHE_DIR") or Path.home() / ".cache" / "tessel"
+    return Path(root) / "triton"
+
+
+def interpreting() -> bool:
+    """Whether Triton runs kernels in its interpreter (on CPU tensors)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _load_kernels(source: str):
+    """Import the generated kernels module (Triton reads @triton.jit sources from files)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    path = cache_dir() / f"kernels_{digest}.py"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(source)
+        partial.replace(path)  # atomic: concurrent processes never see half a file
+    spec = importlib.util.spec_from_file_location(f"tessel_triton_{digest}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class TritonTarget(Target):
+    name: ClassVar[str] = "triton"
+    default_pipeline: ClassVar[str] = "gpu"
+
+    @staticmethod
+    def devices() -> frozenset[str]:
+        return frozenset({"cuda", "cpu"}) if interpreting() else frozenset({"cuda"})
+
+    def compile(self, module: ir.Module, signature: GraphSignature, options,
+                stages: Stages) -> tuple[Callable, int]:
+        pipeline = options.pipeline or self.default_pipeline
+        module = stages.run_pipeline(module, "gpu", pipeline)
+        kernels = ir.ops_where(module.operation, lambda op: op.name in KERNEL_OPS)
+        with stages.timed("triton-codegen"):
+            try:
+                sources = {}
+                for kernel in kernels:
+                    if kernel.name == "tkern.kernel":
+                        generated = kernel_source.generate(kernel)
+                        sources[generated.name] = generated
+                host_source = host_program.generate(module, sources, signature,
+                                                    stages.dump.graph_name)
+            except UnsupportedKernel as error:
+                raise CompileFailure("triton-codegen", str(error)) from error
+            module_source = "\n\n".join([kernel_source.PRELUDE]
+                                        + [k.source for k in sources.values()])
+        stages.write("triton_kernels.py", lambda: module_source)
+        stages.write("host_program.py", lambda: host_source)
+        namespace = {"torch": torch, **vars(_load_kernels(module_source))}
+        exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
+             namespace)
+        return namespace["host"], len(kernels)
