@@ -80,11 +80,25 @@ def test_mlp_gemms_are_aten_calls_and_epilogues_kernels(tmp_path):
         torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x))
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
-    assert host.count("torch.matmul(") == 2 and ".transpose(-2, -1)" in host
+    # nn.Linear's weight is read transposed, by the equation: no copy
+    assert host.count("torch.einsum('ac,bc->ab'") == 2
 
 
 # bfloat16 only on a GPU: Triton's interpreter computes bf16 arithmetic wrongly (numpy
 # has no bf16; x + 1.0 on a loaded bf16 tensor came out as garbage in triton 3.9).
+def test_convolution_is_a_gather_kernel_and_an_aten_gemm(tmp_path):
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1, stride=2), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 4)).eval()
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x))
+    assert_compiled()
+    kernels, host = generated_files(tmp_path / "dump")
+    assert "torch.nn.functional.pad(" in host and host.count("torch.einsum(") == 2
+    assert " * 2) + " in kernels  # the stride-2 im2col gather's indexing
+
+
 @pytest.mark.parametrize("dtype", [torch.float16])
 def test_half_precision_pointwise_and_softmax(dtype):
     def fn(x, y):

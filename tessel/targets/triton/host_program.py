@@ -25,17 +25,12 @@ def _element(value: ir.Value) -> str:
     return str(value.type.element_type)
 
 
-def _gemm_operands(names: list[str], maps: list[ir.AffineMap], batch: bool) -> list[str]:
-    """A and B of `C += A B`, each transposed where its map reads (k, m) or (n, k)."""
-    skip = 1 if batch else 0
-    output = [e.position for e in maps[2].results]
-    m = output[skip]
-    k = next(d for d in range(maps[2].n_dims) if d not in output)
-    operands = []
-    for name, affine_map, leading in zip(names, maps, (m, k)):
-        transposed = affine_map.results[skip].position != leading
-        operands.append(f"{name}.transpose(-2, -1)" if transposed else name)
-    return operands
+def _einsum_equation(maps: list[ir.AffineMap]) -> str:
+    """`C += A B` as a torch.einsum equation, read off the contraction's indexing maps
+    (matmul, batch matmul, a convolution's gemm with a broadcast weight, transposes)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    terms = ["".join(letters[e.position] for e in affine_map.results) for affine_map in maps]
+    return f"{terms[0]},{terms[1]}->{terms[2]}"
 
 
 class _HostWriter:
@@ -53,7 +48,8 @@ class _HostWriter:
         # Constant fills read only by other kernels are not launched: their readers use
         # the constant (kernel_source.fill_constant).
         self.skipped_fills = {op.results[0] for op in self.ops
-                              if op.name == "tkern.kernel" and fill_constant(op.results[0])
+                              if op.name == "tkern.kernel" and len(op.results) == 1
+                              and fill_constant(op.results[0])
                               and all(self._inside_a_kernel(use) for use in op.results[0].uses)}
 
     @staticmethod
@@ -75,7 +71,7 @@ class _HostWriter:
     def write(self) -> list[str]:
         for op in self.ops:
             if op.name == "tkern.kernel":
-                if op.results[0] not in self.skipped_fills:
+                if not op.results or op.results[0] not in self.skipped_fills:
                     self.launch(op)
             elif op.name == "tkern.library_call":
                 self.library_call(op)
@@ -83,6 +79,8 @@ class _HostWriter:
                 shape = list(op.results[0].type.shape)
                 self.assign(op.results[0], f"{self.name_of(op.operands[0])}.reshape"
                                            f"{_shape_text(shape)}")
+            elif op.name == "tensor.pad":
+                self.pad(op)
             elif op.name == "tensor.cast":
                 self.names[op.results[0]] = self.name_of(op.operands[0])
             elif op.name == "arith.constant":
@@ -122,24 +120,35 @@ class _HostWriter:
                           f"num_warps={kernel.num_warps})")
 
     def library_call(self, op: ir.Operation) -> None:
+        """A gemm through aten (cuBLAS): torch.einsum of the contraction's operands,
+        plus its accumulator's initial value unless that is a folded zero fill."""
         body = [o.operation for o in op.regions[0].blocks[0].operations]
         contraction = body[0]
-        if contraction.name not in ("linalg.matmul", "linalg.batch_matmul") or len(body) != 2:
+        if len(body) != 2 or "indexing_maps" not in contraction.attributes:
             raise UnsupportedKernel(contraction.name, "a library call other than a gemm")
-        batch = contraction.name == "linalg.batch_matmul"
+        maps = [ir.AffineMapAttr(m).value
+                for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
         a, b = (self.name_of(v) for v in contraction.operands[:2])
-        if "indexing_maps" in contraction.attributes:
-            maps = [ir.AffineMapAttr(m).value
-                    for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
-            a, b = _gemm_operands([a, b], maps, batch)
+        product = f"torch.einsum('{_einsum_equation(maps)}', {a}, {b})"
         init = contraction.operands[2]
-        product = f"torch.matmul({a}, {b})"
         if init not in self.skipped_fills:
             product = f"{self.name_of(init)} + {product}"
         elif fill_constant(init) not in ("0.0", "0"):
             product = f"{product} + {fill_constant(init)}"
         self.assign(op.results[0], product)
 
+    def pad(self, op: ir.Operation) -> None:
+        """tensor.pad with a constant, as torch.nn.functional.pad (last dim first)."""
+        low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
+        high = list(ir.DenseI64ArrayAttr(op.attributes["static_high"]))
+        (yielded,) = [o.operation for o in op.regions[0].blocks[0].operations]
+        source = ir.operation_of(yielded.operands[0].owner)
+        if len(op.operands) != 1 or source is None or source.name != "arith.constant":
+            raise UnsupportedKernel(op.name, "a pad with dynamic sizes or a computed value")
+        widths = ", ".join(f"{lo}, {hi}" for lo, hi in zip(reversed(low), reversed(high)))
+        value = scalar_literal(source.attributes["value"])
+        self.assign(op.results[0], f"torch.nn.functional.pad({self.name_of(op.operands[0])}, "
+                                   f"({widths}), value={value})")
 
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
              signature: GraphSignature, graph_name: str) -> str:

@@ -279,9 +279,11 @@ class _Writer:
         n_inputs = len(op.operands) - len(op.results)
         body_ops = [o.operation for o in block.operations]
         yielded = body_ops[-1].operands
+        used = {v for body_op in body_ops for v in body_op.operands}
         names: dict = {}
         for argument, operand, affine_map in zip(block.arguments, op.operands[:n_inputs], maps):
-            names[argument] = self.read(operand, affine_map, indices, kind)
+            if argument in used:  # a pooling window, say, only gives the loop its range
+                names[argument] = self.read(operand, affine_map, indices, kind)
         reductions = _reduction_dims(op)
         if reductions:
             if len(op.results) != 1:
@@ -316,7 +318,7 @@ class _Writer:
             self.registers[op.results[0]] = (result, "scalar")
             return
         for index, argument in enumerate(block.arguments[n_inputs:]):
-            if any(argument == v for body_op in body_ops for v in body_op.operands):
+            if argument in used:
                 names[argument] = self.read(op.operands[n_inputs + index],
                                             maps[n_inputs + index], indices, kind)
         for body_op in body_ops[:-1]:
@@ -349,6 +351,12 @@ class _Writer:
             return
         if name == "linalg.index":
             raise UnsupportedKernel(name, "index-dependent bodies are not supported yet")
+        if name == "cf.assert":
+            # torch-mlir's runtime checks; Triton compiles them in under TRITON_DEBUG=1.
+            condition, _ = self.value(op.operands[0], names)
+            message = ir.StringAttr(op.attributes["msg"]).value.replace('"', "'")
+            self.emit(f'tl.device_assert({condition}, "{message}")')
+            return
         operands = [self.value(v, names) for v in op.operands]
         kind = "row" if any(k == "row" for _, k in operands) else "scalar"
         args = [expression for expression, _ in operands]
@@ -426,11 +434,20 @@ def _is_identity(affine_map: ir.AffineMap) -> bool:
         len(affine_map.results) == affine_map.n_dims
 
 
+_AFFINE_OPERATORS = ((ir.AffineAddExpr, "+"), (ir.AffineMulExpr, "*"),
+                     (ir.AffineFloorDivExpr, "//"), (ir.AffineModExpr, "%"))
+
+
 def _index_of(expr, indices: list[str]) -> str:
+    """An indexing map result as a Python expression over the loop indices (strided and
+    shifted reads, such as a convolution's im2col gather, are sums and products)."""
     if isinstance(expr, ir.AffineDimExpr):
         return indices[expr.position]
     if isinstance(expr, ir.AffineConstantExpr):
         return str(expr.value)
+    for kind, operator in _AFFINE_OPERATORS:
+        if isinstance(expr, kind):
+            return f"({_index_of(expr.lhs, indices)} {operator} {_index_of(expr.rhs, indices)})"
     raise UnsupportedKernel("linalg.generic", f"an indexing expression {expr}")
 
 
