@@ -25,12 +25,24 @@ def _element(value: ir.Value) -> str:
     return str(value.type.element_type)
 
 
-def _einsum_equation(maps: list[ir.AffineMap]) -> str:
-    """`C += A B` as a torch.einsum equation, read off the contraction's indexing maps
-    (matmul, batch matmul, a convolution's gemm with a broadcast weight, transposes)."""
+def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap]) -> str:
+    """`A B` of a contraction `C += A B`, read off its indexing maps: torch.matmul on
+    (transposed) views where the maps are a matmul's, batched or broadcast (cuBLAS gets
+    the transposes as flags); torch.einsum for any other contraction. Measured on an
+    H100, bf16 4096^3: einsum with a transposed B ran 0.33 ms against matmul's 0.20."""
     letters = "abcdefghijklmnopqrstuvwxyz"
     terms = ["".join(letters[e.position] for e in affine_map.results) for affine_map in maps]
-    return f"{terms[0]},{terms[1]}->{terms[2]}"
+    output = terms[2]
+    (k,) = set(terms[0] + terms[1]) - set(output) or ("",)
+    batch, m, n = output[:-2], output[-2:-1], output[-1:]
+    operands = []
+    for name, term, pair in ((a, terms[0], {m, k}), (b, terms[1], {k, n})):
+        leading, last_two = term[:-2], term[-2:]
+        if len(term) < 2 or set(last_two) != pair or not batch.endswith(leading):
+            return f"torch.einsum('{terms[0]},{terms[1]}->{output}', {a}, {b})"
+        in_order = last_two == (m + k if name == a else k + n)
+        operands.append(name if in_order else f"{name}.transpose(-2, -1)")
+    return f"torch.matmul({operands[0]}, {operands[1]})"
 
 
 class _HostWriter:
@@ -120,8 +132,8 @@ class _HostWriter:
                           f"num_warps={kernel.num_warps})")
 
     def library_call(self, op: ir.Operation) -> None:
-        """A gemm through aten (cuBLAS): torch.einsum of the contraction's operands,
-        plus its accumulator's initial value unless that is a folded zero fill."""
+        """A gemm through aten (cuBLAS), plus its accumulator's initial value unless
+        that is a folded zero fill."""
         body = [o.operation for o in op.regions[0].blocks[0].operations]
         contraction = body[0]
         if len(body) != 2 or "indexing_maps" not in contraction.attributes:
@@ -129,7 +141,7 @@ class _HostWriter:
         maps = [ir.AffineMapAttr(m).value
                 for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
         a, b = (self.name_of(v) for v in contraction.operands[:2])
-        product = f"torch.einsum('{_einsum_equation(maps)}', {a}, {b})"
+        product = _aten_contraction(a, b, maps)
         init = contraction.operands[2]
         if init not in self.skipped_fills:
             product = f"{self.name_of(init)} + {product}"
