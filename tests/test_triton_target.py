@@ -54,12 +54,15 @@ def test_softmax_is_one_persistent_row_kernel(tmp_path):
     assert "[(33,)]" in host and "BLOCK=256" in host
 
 
-def test_layer_norm_gelu_residual():
+def test_layer_norm_gelu_residual_one_program_per_row(tmp_path):
     def fn(x, w, b, r):
         return r + F.gelu(F.layer_norm(x, (x.shape[-1],), w, b))
-    args = (torch.randn(48, 96), torch.randn(96), torch.randn(96), torch.randn(48, 96))
-    torch.testing.assert_close(compile_triton(fn)(*args), fn(*args), rtol=1e-5, atol=1e-5)
+    args = (torch.randn(4, 12, 96), torch.randn(96), torch.randn(96), torch.randn(4, 12, 96))
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(*args), fn(*args),
+                               rtol=1e-5, atol=1e-5)
     assert assert_compiled()["kernels"] <= 2
+    _, host = generated_files(tmp_path / "dump")
+    assert "[(48,)]" in host  # one program per (batch, sequence) row
 
 
 def test_whole_tensor_reductions_keep_nans():
@@ -112,8 +115,8 @@ def test_half_precision_pointwise_and_softmax(dtype):
 
 def test_kernel_without_a_triton_form_runs_eagerly_with_a_warning():
     def fn(x):
-        return F.layer_norm(x, (8,)) * 2  # rows of rows: no Triton form in tessel yet
-    x = torch.randn(4, 16, 8)
+        return torch.cumsum(x, 0) * 2  # a scan: no Triton form in tessel yet
+    x = torch.randn(64)
     compiled = torch.compile(fn, backend="mlir", options={"target": "triton"})
     with pytest.warns(UserWarning, match="triton-codegen"):
         torch.testing.assert_close(compiled(x), fn(x))

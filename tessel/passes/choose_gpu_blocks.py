@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -56,7 +58,7 @@ class ChooseGpuBlocksPass(ModulePass):
         body = [op.operation for op in kernel.regions[0].blocks[0].operations]
         forall = next((op for op in body if op.name == "scf.forall"), None)
         if forall is not None and result_type is not None:
-            rows = ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"])[0]
+            rows = math.prod(ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"]))
             numel = _numel(result_type)
             row = numel // rows if numel is not None and rows > 0 else None
             if row is not None and row <= self.max_persistent_row:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from tessel import ir
@@ -30,10 +30,15 @@ class FusionGroup:
     tiled_dim: int | None                 # root loop dim tiled, None: not tiled
     producers: list[_Node]                # fused into the root's loop, consumer first
     tile_size: int = 1                    # along tiled_dim
+    row_dims: list[int] = field(default_factory=list)  # more root dims tiled by 1
 
     @property
     def has_contraction(self) -> bool:
         return any(p.contraction for p in self.producers)
+
+    @property
+    def has_reduction(self) -> bool:
+        return not all(all(node.parallel) for node in [self.root, *self.producers])
 
 
 def _node(op: ir.Operation, op_id: int) -> _Node:
@@ -87,17 +92,23 @@ class FuseTilesPass(ModulePass):
     gemm and runs the epilogue (bias, activation, residual, cast) on it while it is in
     cache. Such groups are tiled in `cores` blocks of rows (0: the machine's cores),
     one gemm per thread, instead of by single rows. Without it, gemms join no group.
+
+    With `tile-leading-dims` (the GPU's one program per row), a group with a reduction
+    is tiled by 1 along every parallel loop dim of its root but the last, not only the
+    first: layer_norm over the last dim of (batch, sequence, features) gets one tile per
+    (batch, sequence) row instead of a whole sequence per tile.
     """
 
     name: ClassVar[str] = "fuse-tiles"
     gemm_epilogues: bool = True
     cores: int = 0
+    tile_leading_dims: bool = False
 
     def run(self, module: ir.Operation) -> None:
         groups = []
         for function in ir.defined_functions(module):
             groups += self.plan(function.regions[0].blocks[0], self.cores or os.cpu_count() or 1,
-                                self.gemm_epilogues)
+                                self.gemm_epilogues, self.tile_leading_dims)
         for group in groups:
             script = _script(group)
             if not script:
@@ -112,7 +123,8 @@ class FuseTilesPass(ModulePass):
         self._clear_ids(module)
 
     @staticmethod
-    def plan(block: ir.Block, cores: int, gemm_epilogues: bool = True) -> list[FusionGroup]:
+    def plan(block: ir.Block, cores: int, gemm_epilogues: bool = True,
+             tile_leading_dims: bool = False) -> list[FusionGroup]:
         """Assign every linalg.generic of the block to a fusion group (and gemms to the
         group of their epilogue, where they qualify)."""
         nodes: dict[ir.Operation, _Node] = {}
@@ -144,6 +156,9 @@ class FuseTilesPass(ModulePass):
                 _grow(group, nodes, users, assigned)
                 if group.has_contraction:
                     group.tile_size = _gemm_rows_per_tile(root.op, tiled, cores)
+                elif tile_leading_dims and group.has_reduction:
+                    last = len(root.parallel) - 1
+                    group.row_dims = [d for d in parallel_dims if d not in (tiled, last)]
         return groups
 
     @staticmethod
@@ -204,7 +219,8 @@ def _script(group: FusionGroup) -> list[str]:
     if group.tiled_dim is None or not group.producers:
         return []
     root = group.root
-    sizes = ", ".join(str(group.tile_size) if d == group.tiled_dim else "0"
+    sizes = ", ".join(str(group.tile_size) if d == group.tiled_dim
+                      else "1" if d in group.row_dims else "0"
                       for d in range(len(root.parallel)))
     g = f"g{root.op_id}"
     lines = [

@@ -105,7 +105,7 @@ register_pipeline(
     "pad-contractions,"
     # Gemms stay library calls (cuBLAS through aten) until the Triton target has a
     # tl.dot template to fuse their epilogues into.
-    + _fusion("fuse-tiles{gemm-epilogues=false}") +
+    + _fusion("fuse-tiles{gemm-epilogues=false tile-leading-dims=true}") +
     "form-kernels,choose-gpu-blocks)",
     "the GPU target's kernel formation: fused kernels with Triton block sizes",
 )

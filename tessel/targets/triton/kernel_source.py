@@ -184,7 +184,7 @@ class _Writer:
     lines: list[str] = field(default_factory=list)
     registers: dict = field(default_factory=dict)       # Value -> (expression, "row"|"scalar")
     literals: dict = field(default_factory=dict)        # Value -> (Python literal, "literal:f32")
-    program_ids: dict = field(default_factory=dict)     # row loop index -> "pid0", ...
+    program_ids: dict = field(default_factory=dict)     # row loop index -> "row0", ...
     loads: dict = field(default_factory=dict)           # tl.load expression -> variable
     slices: dict = field(default_factory=dict)          # Value -> _Slice
     inputs: list = field(default_factory=list)          # main-level tensors read
@@ -543,13 +543,17 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     if len(body) != 2:
         raise UnsupportedKernel("tkern.kernel", "a row loop next to other ops")
     bounds = list(ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"]))
-    if any(b < 0 for b in bounds) or len(bounds) > 3:
+    if any(b < 0 for b in bounds):
         raise UnsupportedKernel("scf.forall", f"row loop bounds {bounds}")
     block = forall.regions[0].blocks[0]
     n_ivs = len(bounds)
+    # One program per row, on a 1-D grid (its other axes stop at 65535 programs).
+    writer.emit("row = tl.program_id(0)")
     for axis, iv in enumerate(list(block.arguments)[:n_ivs]):
-        writer.program_ids[iv] = f"pid{axis}"
-        writer.emit(f"pid{axis} = tl.program_id({axis})")
+        inner = math.prod(bounds[axis + 1:])
+        index = "row" if inner == 1 else f"(row // {inner})"
+        writer.program_ids[iv] = f"row{axis}"
+        writer.emit(f"row{axis} = {index} % {bounds[axis]}" if axis else f"row{axis} = {index}")
     shared = list(block.arguments)[n_ivs:]
     inits = list(forall.operands)[len(forall.operands) - len(shared):]
     destinations = dict(zip(shared, inits))
@@ -578,7 +582,7 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
             raise UnsupportedKernel(insert.name, "in a row loop's terminator")
         offsets = _offsets(writer, insert, first_dynamic=2)
         _store(writer, insert.operands[0], offsets, destinations[insert.operands[1]])
-    return tuple(bounds)
+    return (math.prod(bounds),)
 
 
 def _offsets(writer: _Writer, op: ir.Operation, first_dynamic: int) -> list[str]:

@@ -1,0 +1,56 @@
+// RUN: %opt %s --split-input-file -p "fuse-tiles{tile-leading-dims=true}" | filecheck %s
+
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rows = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A row sum and its epilogue over (batch, sequence, features): one tile per
+// (batch, sequence) row, so the GPU runs one program per row.
+// CHECK-LABEL: func.func @center_rows
+// CHECK:         %[[R:.*]] = scf.forall (%[[B:.*]], %[[S:.*]]) in (4, 8)
+// CHECK:           tensor.extract_slice %{{.*}}[%[[B]], %[[S]], 0] [1, 1, 16]
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:           arith.subf
+// CHECK:         return %[[R]]
+func.func @center_rows(%x: tensor<4x8x16xf32>) -> tensor<4x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x8x16xf32>) outs(%init : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<4x8x16xf32>
+  %centered = linalg.generic {indexing_maps = [#id, #rows, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %sum : tensor<4x8x16xf32>, tensor<4x8xf32>) outs(%e2 : tensor<4x8x16xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %d = arith.subf %in, %s : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8x16xf32>
+  return %centered : tensor<4x8x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// No reduction in the group: it keeps the usual tiling along its first dim only.
+// CHECK-LABEL: func.func @negative_no_reduction
+// CHECK:         scf.forall (%{{.*}}) in (4) shared_outs
+// CHECK-NOT:     scf.forall (
+func.func @negative_no_reduction(%x: tensor<4x8x16xf32>, %b: tensor<16xf32>) -> tensor<4x8x16xf32> {
+  %e = tensor.empty() : tensor<4x8x16xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%b : tensor<16xf32>) outs(%e : tensor<4x8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x8x16xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %bias : tensor<4x8x16xf32>, tensor<4x8x16xf32>) outs(%e : tensor<4x8x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %a = arith.addf %in, %c : f32
+    linalg.yield %a : f32
+  } -> tensor<4x8x16xf32>
+  return %sum : tensor<4x8x16xf32>
+}
