@@ -45,15 +45,15 @@ class Options:
     compile_in_worker: bool = _option(
         True, "run pass pipelines in a separate process, so that a crash or hang in native "
         "compiler code becomes a fallback (False: in this process, for debugging)", (bool,))
-    mode: str = _option("default", "torch.compile mode", (str,), MODES)
+    mode: str = _option(
+        "default", "torch.compile mode; give it here to combine it with other options "
+        "(torch.compile takes `mode` or `options`, not both)", (str,), MODES)
 
 
 def list_options() -> dict[str, dict[str, Any]]:
     """Every option with its default, accepted types or values, and a description."""
     described = {}
     for f in dataclasses.fields(Options):
-        if f.name == "mode":
-            continue
         described[f.name] = {
             "default": f.default,
             "choices": f.metadata["choices"],
@@ -70,7 +70,7 @@ def parse_options(mode: str | None = None, options: dict[str, Any] | None = None
     if options is not None and not isinstance(options, dict):
         raise OptionError(f"tessel: `options` must be a dict, got {type(options).__name__}")
     options = dict(options or {})
-    known = {f.name: f for f in dataclasses.fields(Options) if f.name != "mode"}
+    known = {f.name: f for f in dataclasses.fields(Options)}
     for name, value in options.items():
         if name not in known:
             raise OptionError(
@@ -88,7 +88,9 @@ def parse_options(mode: str | None = None, options: dict[str, Any] | None = None
             raise OptionError(f"tessel: option {name!r} got {value!r}; valid values are: {choices}")
     if options.get("dump_dir") is not None:
         options["dump_dir"] = _dump_directory(os.fspath(options["dump_dir"]))
-    return Options(mode=mode or "default", **options)
+    if mode is not None:
+        options["mode"] = mode
+    return Options(**options)
 
 
 def _dump_directory(path: str) -> str:

@@ -52,7 +52,7 @@ def test_bad_mode_or_option_is_a_clear_error(mode, options, message):
 def test_list_options_describes_every_option():
     options = tessel.list_options()
     assert set(options) == {"fallback", "dump_dir", "target", "pipeline", "opt_level",
-                            "compile_in_worker", "check_accuracy"}
+                            "compile_in_worker", "check_accuracy", "mode"}
     for name, description in options.items():
         assert description["doc"], name
         assert "default" in description

@@ -1,6 +1,7 @@
 """The Triton target on a machine without a GPU: kernels run in Triton's interpreter
 (TRITON_INTERPRET=1) on CPU tensors, and compile to PTX for sm_90."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -158,3 +159,30 @@ def test_generated_kernels_compile_to_ptx_for_sm90(tmp_path):
                             capture_output=True, text=True, env=environment, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert ".target sm_90" in result.stdout and "ld.global" in result.stdout
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def test_reduce_overhead_on_cpu_tensors_launches_plainly_with_a_log_line():
+    compiled = torch.compile(lambda x: torch.softmax(x, -1) + 1, backend="mlir",
+                             options={"target": "triton", "mode": "reduce-overhead"})
+    x = torch.randn(8, 32)
+    records, logger = _Records(), logging.getLogger("tessel")
+    logger.addHandler(records)
+    logger.setLevel(logging.INFO)
+    try:
+        torch.testing.assert_close(compiled(x), torch.softmax(x, -1) + 1)
+        torch.testing.assert_close(compiled(x * 2), torch.softmax(x * 2, -1) + 1)
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(logging.NOTSET)
+    assert_compiled()
+    plain = [m for m in records.messages if "launches kernels one by one" in m]
+    assert len(plain) == 1 and "not all CUDA tensors" in plain[0]

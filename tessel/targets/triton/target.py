@@ -24,6 +24,7 @@ from tessel.passes.form_kernels import KERNEL_OPS
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import Target
 from tessel.targets.triton import host_program, kernel_source
+from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
 
 
@@ -85,4 +86,7 @@ class TritonTarget(Target):
         namespace = {"torch": torch, **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
-        return namespace["host"], len(kernels)
+        host = namespace["host"]
+        if options.mode == "reduce-overhead":
+            host = CudaGraphRunner(host, stages.dump.graph_name)
+        return host, len(kernels)

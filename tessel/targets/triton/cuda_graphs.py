@@ -1,0 +1,69 @@
+"""mode="reduce-overhead" on the Triton target: the host program captured in a CUDA
+graph and replayed, so a call costs one graph launch instead of one launch per kernel
+and library call.
+
+One capture per input signature (shapes, strides, dtypes, devices, scalar values):
+inputs are copied into the capture's static buffers, the graph replays, and outputs are
+cloned out of its buffers (the next replay overwrites them). Where capture is not
+possible (CPU tensors under TRITON_INTERPRET, an op that synchronizes with the host),
+the host program runs with plain launches, with one log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import torch
+
+log = logging.getLogger("tessel")
+
+
+def _signature(args: tuple) -> tuple:
+    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor)
+                 else ("value", a) for a in args)
+
+
+class CudaGraphRunner:
+    def __init__(self, host: Callable, graph_name: str):
+        self.host = host
+        self.graph_name = graph_name
+        self.captures: dict[tuple, tuple | None] = {}
+
+    def __call__(self, *args):
+        key = _signature(args)
+        if key not in self.captures:
+            self.captures[key] = self._capture(args)
+        capture = self.captures[key]
+        if capture is None:
+            return self.host(*args)
+        static_inputs, static_outputs, graph = capture
+        for static, arg in zip(static_inputs, args):
+            if isinstance(static, torch.Tensor):
+                static.copy_(arg)
+        graph.replay()
+        return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in static_outputs)
+
+    def _capture(self, args: tuple) -> tuple | None:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if not tensors or any(t.device.type != "cuda" for t in tensors):
+            log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its "
+                     "inputs are not all CUDA tensors", self.graph_name)
+            return None
+        static_inputs = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        try:
+            # Warm up on a side stream first: Triton compiles each kernel at its first
+            # launch and cuBLAS sets up its workspace, neither of which can be captured.
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                self.host(*static_inputs)
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_outputs = self.host(*static_inputs)
+        except RuntimeError as error:  # e.g. an op that reads a value back to the host
+            log.info("tessel: graph %s: reduce-overhead launches kernels one by one: CUDA "
+                     "graph capture failed (%s)", self.graph_name, str(error).splitlines()[0])
+            return None
+        return static_inputs, static_outputs, graph
