@@ -186,3 +186,27 @@ def test_reduce_overhead_on_cpu_tensors_launches_plainly_with_a_log_line():
     assert_compiled()
     plain = [m for m in records.messages if "launches kernels one by one" in m]
     assert len(plain) == 1 and "not all CUDA tensors" in plain[0]
+
+
+def test_kernel_that_triton_cannot_build_makes_the_graph_run_eagerly(monkeypatch):
+    """Triton builds kernels at their first launch; a build error there (here: one
+    raised in its place) must not reach the user: the graph runs eagerly, warned once."""
+    import ast
+
+    from triton.compiler.errors import CompilationError
+
+    from tessel.targets.triton import target
+
+    building_kernels = target._building_kernels
+
+    def failing_build(host, stages):
+        def launch(*args):
+            raise CompilationError("x", ast.parse("x").body[0], "Expected dtype fp32")
+        return building_kernels(launch, stages)
+    monkeypatch.setattr(target, "_building_kernels", failing_build)
+    compiled = torch.compile(torch.sin, backend="mlir", options={"target": "triton"})
+    x = torch.randn(8)
+    with pytest.warns(UserWarning, match="Triton could not compile a kernel.*Expected dtype"):
+        torch.testing.assert_close(compiled(x), torch.sin(x))
+    torch.testing.assert_close(compiled(x + 1), torch.sin(x + 1))  # eager from now on
+    assert any("kernel build" in r for r in tessel.stats()["fallback_reasons"])

@@ -21,7 +21,7 @@ from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
 from tessel.options import Options
 from tessel.stages import CompileFailure, Stages
-from tessel.targets.base import RuntimeCheckFailed, get_target
+from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, get_target
 
 log = logging.getLogger("tessel")
 
@@ -197,15 +197,26 @@ def _as_module_call(compiled, piece: torch.fx.GraphModule):
 def _eager_when_a_check_fails(host, gm: torch.fx.GraphModule, graph_name: str,
                               options: Options):
     """`host`, answering a call with eager `gm` when a runtime check of the compiled
-    code fails (sizes torch-mlir's lowering cannot handle; see report-failed-checks):
+    code fails (sizes torch-mlir's lowering cannot handle; see report-failed-checks),
+    and every call from the first on which a kernel built at launch failed to build:
     the program keeps working, with one warning per graph. With fallback=False, the
     failure is raised."""
     warned = False
+    broken = False
 
     def guarded(*args):
-        nonlocal warned
+        nonlocal warned, broken
+        if broken:
+            return gm(*args)
         try:
             return host(*args)
+        except KernelBuildFailed as failure:
+            if not options.fallback:
+                raise
+            broken = True
+            counters.record_fallback(f"{graph_name}: kernel build: {failure}")
+            warnings.warn(f"tessel: graph {graph_name} runs eagerly: {failure}", stacklevel=2)
+            return gm(*args)
         except RuntimeCheckFailed as failure:
             if not options.fallback:
                 raise

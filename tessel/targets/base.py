@@ -17,6 +17,11 @@ class RuntimeCheckFailed(RuntimeError):
     """A runtime check of compiled code failed (sizes the lowering cannot handle)."""
 
 
+class KernelBuildFailed(RuntimeError):
+    """A kernel the target builds at its first launch (Triton's JIT) failed to build:
+    the graph runs eagerly from then on."""
+
+
 class Target(ABC):
     """Turns linalg-on-tensors IR plus a graph signature into a callable host program."""
 

@@ -2,9 +2,10 @@
 graph and replayed, so a call costs one graph launch instead of one launch per kernel
 and library call.
 
-One capture per input signature (shapes, strides, dtypes, devices, scalar values):
-inputs are copied into the capture's static buffers, the graph replays, and outputs are
-cloned out of its buffers (the next replay overwrites them). Where capture is not
+One capture per input signature (shapes, strides, dtypes, devices, scalar values, and
+the storage of parameters, which are read in place): other tensor inputs are copied
+into the capture's static buffers, the graph replays, and outputs are cloned out of its
+buffers (the next replay overwrites them). Where capture is not
 possible (CPU tensors under TRITON_INTERPRET, an op that synchronizes with the host),
 the host program runs with plain launches, with one log line.
 """
@@ -20,8 +21,10 @@ log = logging.getLogger("tessel")
 
 
 def _signature(args: tuple) -> tuple:
-    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor)
-                 else ("value", a) for a in args)
+    """What a capture depends on; a parameter's storage too (it is captured in place)."""
+    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device,
+                  a.data_ptr() if isinstance(a, torch.nn.Parameter) else None)
+                 if isinstance(a, torch.Tensor) else ("value", a) for a in args)
 
 
 class CudaGraphRunner:
@@ -39,7 +42,7 @@ class CudaGraphRunner:
             return self.host(*args)
         static_inputs, static_outputs, graph = capture
         for static, arg in zip(static_inputs, args):
-            if isinstance(static, torch.Tensor):
+            if isinstance(static, torch.Tensor) and static is not arg:
                 static.copy_(arg)
         graph.replay()
         return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in static_outputs)
@@ -50,7 +53,10 @@ class CudaGraphRunner:
             log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its "
                      "inputs are not all CUDA tensors", self.graph_name)
             return None
-        static_inputs = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        # Parameters are read in place (a model's weights are most of its inputs); any
+        # other tensor is copied into a buffer of the capture's own at every call.
+        static_inputs = [a.clone() if isinstance(a, torch.Tensor)
+                         and not isinstance(a, torch.nn.Parameter) else a for a in args]
         try:
             # Warm up on a side stream first: Triton compiles each kernel at its first
             # launch and cuBLAS sets up its workspace, neither of which can be captured.

@@ -373,14 +373,10 @@ class _Writer:
         name = op.name
         if name in _BINARY:
             return f"{args[0]} {_BINARY[name]} {args[1]}"
-        if name in _UNARY_CALLS:
-            return f"{_UNARY_CALLS[name]}({typed[0]})"
+        if name in _UNARY_CALLS or name == "math.tanh":
+            return self.math_call(op, typed[0])
         if name == "arith.negf":
             return f"-{args[0]}"
-        if name == "math.tanh":
-            # 1 - 2 / (exp(2x) + 1): exact limits at +-inf; libdevice.tanh does not run
-            # in TRITON_INTERPRET mode, where the tests check these kernels.
-            return f"1.0 - 2.0 / (tl.exp(2.0 * {typed[0]}) + 1.0)"
         if name in ("arith.maximumf", "arith.minimumf"):
             return f"_{name.split('.')[1].removesuffix('f')}({typed[0]}, {typed[1]})"
         if name in ("arith.maxnumf", "arith.maxsi", "arith.maxui"):
@@ -415,6 +411,20 @@ class _Writer:
         if name == "math.fpowi" or name == "math.powf":
             return self.power(op, typed, args)
         raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
+
+    def math_call(self, op: ir.Operation, operand: str) -> str:
+        """A math function; on f16/bf16 computed in f32 (Triton's exp, log, ... take
+        only f32 and f64) and rounded back, as eager does."""
+        element = _element(op.results[0])
+        half = element in ("f16", "bf16")
+        x = f"{operand}.to(tl.float32)" if half else operand
+        if op.name == "math.tanh":
+            # 1 - 2 / (exp(2x) + 1): exact limits at +-inf; libdevice.tanh does not run
+            # in TRITON_INTERPRET mode, where the tests check these kernels.
+            value = f"(1.0 - 2.0 / (tl.exp(2.0 * {x}) + 1.0))"
+        else:
+            value = f"{_UNARY_CALLS[op.name]}({x})"
+        return f"{value}.to({_TRITON_DTYPES[element]})" if half else value
 
     def power(self, op: ir.Operation, typed: list[str], args: list[str]) -> str:
         exponent = ir.operation_of(op.operands[1].owner)

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Callable, ClassVar
 
 import torch
+from triton.compiler.errors import CompilationError
 
 from tessel import ir
 from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import KERNEL_OPS
 from tessel.stages import CompileFailure, Stages
-from tessel.targets.base import Target
+from tessel.targets.base import KernelBuildFailed, Target
 from tessel.targets.triton import host_program, kernel_source
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
@@ -53,6 +54,21 @@ def _load_kernels(source: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _building_kernels(host: Callable, stages: Stages) -> Callable:
+    """`host`, turning a kernel that Triton fails to compile at its first launch into
+    KernelBuildFailed (the graph then runs eagerly), with the kernels' source named."""
+    kernels_file = stages.dump.path / "triton_kernels.py" if stages.dump.path else None
+
+    def launch(*args):
+        try:
+            return host(*args)
+        except CompilationError as error:
+            where = f" (kernels in {kernels_file.parent})" if kernels_file else ""
+            raise KernelBuildFailed(f"Triton could not compile a kernel{where}: "
+                                    f"{str(error).strip().splitlines()[-1]}") from error
+    return launch
 
 
 class TritonTarget(Target):
@@ -86,7 +102,7 @@ class TritonTarget(Target):
         namespace = {"torch": torch, **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
-        host = namespace["host"]
+        host = _building_kernels(namespace["host"], stages)
         if options.mode == "reduce-overhead":
             host = CudaGraphRunner(host, stages.dump.graph_name)
         return host, len(kernels)
