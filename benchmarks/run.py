@@ -22,8 +22,9 @@ it, the bandwidth that the memory-bound workloads reach, plus the matmul's TFLOP
 and mlir's throughput relative to Inductor in the same mode.
 
 First calls are cold for both compilers: Inductor gets an empty cache directory
-(TORCHINDUCTOR_CACHE_DIR) unless --warm-inductor-cache is given, and tessel has no
-cache across processes. On a shared machine, run it as `chrt -f 10 python -m
+(TORCHINDUCTOR_CACHE_DIR), and tessel empty graph and Triton caches (TESSEL_CACHE_DIR,
+TRITON_CACHE_DIR), unless --warm-inductor-cache is given (then Inductor's cache stays;
+tessel's stay cold). `python -m benchmarks.compile_cache` measures warm compiles. On a shared machine, run it as `chrt -f 10 python -m
 benchmarks.run` (root): two OpenMP threads on two cores stall by a whole scheduler
 slice whenever another process runs, which distorts every multi-threaded backend.
 
@@ -716,9 +717,11 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     if not args.warm_inductor_cache:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
+    os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-cold-")
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-cold-")
     env = environment(args.device, args.threads, args.repeats)
     env["first calls"] = ("Inductor with a warm on-disk cache" if args.warm_inductor_cache
-                          else "cold: Inductor with an empty cache directory, tessel uncached")
+                          else "cold: empty Inductor, tessel and Triton cache directories")
     env["scheduling"] = ("SCHED_FIFO (chrt)" if os.sched_getscheduler(0) == os.SCHED_FIFO
                          else "default (SCHED_OTHER)")
     load_at_start = os.getloadavg()[0]

@@ -11,6 +11,7 @@ _EMPTY = {
     "forward_graphs_compiled": 0,
     "backward_graphs_compiled": 0,
     "graphs_fallback": 0,           # graphs that run entirely eagerly
+    "graphs_cached": 0,             # compiled graphs loaded from the on-disk graph cache
     "graphs_split": 0,              # graphs whose unsupported ops run eagerly between compiled pieces
     "fallback_reasons": [],         # "graph N: op: reason" per op or graph run eagerly
     "native_ops": [],               # "graph N: op: reason" per op left to PyTorch on purpose

@@ -210,3 +210,23 @@ def test_kernel_that_triton_cannot_build_makes_the_graph_run_eagerly(monkeypatch
         torch.testing.assert_close(compiled(x), torch.sin(x))
     torch.testing.assert_close(compiled(x + 1), torch.sin(x + 1))  # eager from now on
     assert any("kernel build" in r for r in tessel.stats()["fallback_reasons"])
+
+
+def test_a_compiled_graph_comes_from_the_on_disk_cache_the_second_time(tmp_path):
+    def fn(x, w):
+        return torch.softmax(x * w, -1)
+    x, w = torch.randn(16, 64), torch.randn(64)
+    compile_triton(fn)(x, w)
+    assert tessel.stats()["graphs_cached"] == 0
+    pipeline_seconds = tessel.stats()["compile_seconds"]["gpu"]
+    assert list((tmp_path / "cache" / "graphs").glob("*.json"))
+
+    torch._dynamo.reset()  # as a new process would: Dynamo and aot_autograd run again
+    torch.testing.assert_close(compile_triton(fn)(x, w), fn(x, w))
+    counters = assert_compiled(min_graphs=2)
+    assert counters["graphs_cached"] == 1
+    assert counters["compile_seconds"]["gpu"] == pipeline_seconds  # no pipeline ran
+
+    torch._dynamo.reset()  # another shape is another graph: compiled, not loaded
+    compile_triton(fn)(torch.randn(8, 64), w)
+    assert tessel.stats()["graphs_cached"] == 1

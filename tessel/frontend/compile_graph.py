@@ -14,6 +14,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from tessel import counters
 from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
+from tessel.frontend import graph_cache
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
 from tessel.frontend.native_ops import native_ops_in
@@ -49,6 +50,12 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, gm))
         import_module, signature = prepare_graph(rewrite_dynamic_views(gm), target.devices())
+        cache_key = graph_cache.graph_key(gm, options, target.name)
+        cached = target.load_cached(cache_key, signature, options, stages)
+    if cached is not None and not options.check_accuracy:
+        counters.count("graphs_cached")
+        host, kernels = cached
+        return _checking_indices(host, signature), kernels, None
     with stages.timed("import"):
         try:
             module = import_graph(import_module.graph, node_locations=options.check_accuracy)
@@ -57,7 +64,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
             raise CompileFailure("import", message, torch_op_named_in(message)) from error
     stages.write("torch.mlir", module.__str__)
     module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
-    host, kernels = target.compile(module, signature, options, stages)
+    host, kernels = target.compile(module, signature, options, stages, cache_key=cache_key)
     locate = None
     if options.check_accuracy:
         def locate(*args):

@@ -14,11 +14,20 @@ import torch.fx
 
 aten = torch.ops.aten
 
+_FUSED_ATTENTION = (
+    "CUDA fused attention (scaled_dot_product_attention's flash, memory-efficient and "
+    "cuDNN kernels): it never writes the (batch, heads, query, key) score matrix, which "
+    "tessel's matmul + softmax kernels would write and read back (GPT-2's block at "
+    "8x12x512x512 fp32: 100 MB each way per call)")
+
 NATIVE_OPS: dict[torch._ops.OpOverload, str] = {
     aten._transformer_encoder_layer_fwd.default: (
         "nn.TransformerEncoderLayer's fused inference kernel; on the CPU it ran the "
         "benchmark's layer in 0.88 ms against 1.04 ms for tessel's 23 kernels, and "
         "compiling those took 1.7 s (benchmarks/results/cpu.md, 2026-11-22)"),
+    aten._scaled_dot_product_cudnn_attention.default: _FUSED_ATTENTION,
+    aten._scaled_dot_product_flash_attention.default: _FUSED_ATTENTION,
+    aten._scaled_dot_product_efficient_attention.default: _FUSED_ATTENTION,
 }
 
 

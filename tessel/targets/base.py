@@ -34,9 +34,18 @@ class Target(ABC):
         """The torch device types whose tensors the compiled code takes."""
         return frozenset({"cpu"})
 
+    def load_cached(self, key: str | None, signature, options, stages
+                    ) -> tuple[Callable, int] | None:
+        """What `compile` returned for the graph cached under `key` (frontend/graph_cache.py)
+        in this or an earlier process, or None. Targets whose code cannot be stored (the
+        CPU target's JIT) have no cache."""
+        return None
+
     @abstractmethod
-    def compile(self, module: ir.Module, signature, options, stages) -> tuple[Callable, int]:
-        """Compile `module` (entry point `main`); returns (f(*graph_inputs), kernel count).
+    def compile(self, module: ir.Module, signature, options, stages,
+                cache_key: str | None = None) -> tuple[Callable, int]:
+        """Compile `module` (entry point `main`); returns (f(*graph_inputs), kernel count),
+        storing the result under `cache_key` where the target caches compiled graphs.
 
         Every pipeline runs through `stages` (tessel.stages.Stages), which times it,
         dumps its output and leaves a repro when it fails.

@@ -60,7 +60,8 @@ class CpuTarget(Target):
     default_pipeline: ClassVar[str] = "cpu"
 
     def compile(self, module: ir.Module, signature: GraphSignature, options,
-                stages: Stages, resume_after: str | None = None) -> tuple[Callable, int]:
+                stages: Stages, cache_key: str | None = None,
+                resume_after: str | None = None) -> tuple[Callable, int]:
         """See Target.compile. With `resume_after`, `module` is the output of that
         stage of the default pipeline and only the stages after it run. When
         options.check_accuracy is set, the host program keeps the kernel-forming stage and

@@ -4,8 +4,9 @@ for each kernel plus a generated Python host program that launches them.
 CUDA tensors pick this target (options={"target": "triton"} forces it); under
 TRITON_INTERPRET=1 its kernels run on CPU tensors, which is how the tests check their
 numerics on a machine without a GPU. The generated kernels module is written to a
-cache directory named by its content, so Triton's own on-disk cache of compiled
-binaries, keyed by source, serves a second process that compiles the same graph.
+cache directory named by its content, and with the host program into tessel's graph
+cache (frontend/graph_cache.py): a second process that compiles the same graph skips
+tessel's whole compile, and Triton's own on-disk cache supplies the kernel binaries.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 from triton.compiler.errors import CompilationError
 
 from tessel import ir
+from tessel.frontend import graph_cache
 from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import KERNEL_OPS
 from tessel.stages import CompileFailure, Stages
@@ -30,10 +32,8 @@ from tessel.targets.triton.kernel_source import UnsupportedKernel
 
 
 def cache_dir() -> Path:
-    """Where generated kernel modules live: $TESSEL_CACHE_DIR/triton, else
-    ~/.cache/tessel/triton."""
-    root = os.environ.get("TESSEL_CACHE_DIR") or Path.home() / ".cache" / "tessel"
-    return Path(root) / "triton"
+    """Where generated kernel modules live: <tessel's cache root>/triton."""
+    return graph_cache.cache_root() / "triton"
 
 
 def interpreting() -> bool:
@@ -79,8 +79,16 @@ class TritonTarget(Target):
     def devices() -> frozenset[str]:
         return frozenset({"cuda", "cpu"}) if interpreting() else frozenset({"cuda"})
 
+    def load_cached(self, key: str | None, signature: GraphSignature, options,
+                    stages: Stages) -> tuple[Callable, int] | None:
+        entry = graph_cache.load(key)
+        if entry is None:
+            return None
+        return self._build(entry["kernels_source"], entry["host_source"], entry["kernels"],
+                           options, stages)
+
     def compile(self, module: ir.Module, signature: GraphSignature, options,
-                stages: Stages) -> tuple[Callable, int]:
+                stages: Stages, cache_key: str | None = None) -> tuple[Callable, int]:
         pipeline = options.pipeline or self.default_pipeline
         module = stages.run_pipeline(module, "gpu", pipeline)
         kernels = ir.ops_where(module.operation, lambda op: op.name in KERNEL_OPS)
@@ -97,6 +105,12 @@ class TritonTarget(Target):
                 raise CompileFailure("triton-codegen", str(error)) from error
             module_source = "\n\n".join([kernel_source.PRELUDE]
                                         + [k.source for k in sources.values()])
+        graph_cache.store(cache_key, {"kernels_source": module_source,
+                                      "host_source": host_source, "kernels": len(kernels)})
+        return self._build(module_source, host_source, len(kernels), options, stages)
+
+    def _build(self, module_source: str, host_source: str, kernels: int, options,
+               stages: Stages) -> tuple[Callable, int]:
         stages.write("triton_kernels.py", lambda: module_source)
         stages.write("host_program.py", lambda: host_source)
         namespace = {"torch": torch, **vars(_load_kernels(module_source))}
@@ -105,4 +119,4 @@ class TritonTarget(Target):
         host = _building_kernels(namespace["host"], stages)
         if options.mode == "reduce-overhead":
             host = CudaGraphRunner(host, stages.dump.graph_name)
-        return host, len(kernels)
+        return host, kernels

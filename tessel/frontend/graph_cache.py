@@ -1,0 +1,85 @@
+"""On-disk cache of compiled graphs, for targets whose compiled code is text (the Triton
+target: its kernels module and host program).
+
+The key covers everything that code depends on: the FX graph's code, its inputs'
+shapes, strides, dtypes and devices, the options, tessel's own source, and the versions
+of torch, triton and torch-mlir. A hit skips import, lowering, the pipelines and code
+generation; Triton's own cache then supplies the compiled kernels. Graphs holding tensor
+constants (get_attr nodes, whose values the code does not show) are not cached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+from pathlib import Path
+
+import torch
+import torch.fx
+
+import tessel
+
+
+def cache_root() -> Path:
+    """$TESSEL_CACHE_DIR, else ~/.cache/tessel."""
+    return Path(os.environ.get("TESSEL_CACHE_DIR") or Path.home() / ".cache" / "tessel")
+
+
+@functools.cache
+def _toolchain() -> str:
+    """tessel's source and the versions of what it builds on, as one digest."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(tessel.__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    for package in ("torch", "triton", "torch-mlir"):
+        try:
+            digest.update(importlib.metadata.version(package).encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(b"-")
+    return digest.hexdigest()
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{value.dtype}{list(value.shape)}{list(value.stride())}{value.device.type}"
+    return repr(value)
+
+
+def graph_key(gm: torch.fx.GraphModule, options, target: str) -> str | None:
+    if any(node.op == "get_attr" for node in gm.graph.nodes):
+        return None
+    inputs = [_describe(n.meta.get("val")) for n in gm.graph.nodes if n.op == "placeholder"]
+    settings = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+                if f.name != "dump_dir"}
+    text = json.dumps([target, gm.code, inputs, repr(settings), _toolchain()])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _entry_path(key: str) -> Path:
+    return cache_root() / "graphs" / f"{key}.json"
+
+
+def load(key: str | None) -> dict | None:
+    if key is None or not _entry_path(key).exists():
+        return None
+    try:
+        return json.loads(_entry_path(key).read_text())
+    except (OSError, ValueError):
+        return None  # a damaged entry is a miss; the compile rewrites it
+
+
+def store(key: str | None, entry: dict) -> None:
+    if key is None:
+        return
+    path = _entry_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(entry))
+        partial.replace(path)  # atomic: a concurrent reader never sees half an entry
+    except OSError:
+        pass  # an unwritable cache only costs the next process a compile
