@@ -88,21 +88,41 @@ def test_mlp_gemms_are_aten_calls_and_epilogues_kernels(tmp_path):
     assert host.count("torch.matmul(") == 2 and ".transpose(-2, -1)" in host
 
 
-# bfloat16 only on a GPU: Triton's interpreter computes bf16 arithmetic wrongly (numpy
-# has no bf16; x + 1.0 on a loaded bf16 tensor came out as garbage in triton 3.9).
-def test_convolution_is_a_gather_kernel_and_an_aten_gemm(tmp_path):
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, padding=1, stride=2), torch.nn.BatchNorm2d(8),
-        torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 4)).eval()
-    x = torch.randn(2, 3, 16, 16)
+class _DenseBlockNet(torch.nn.Module):
+    """What densenet and resnet are made of: strided convolutions, batch norm, max and
+    average pooling, concatenation, global average pooling and a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, padding=1, stride=2, bias=False), torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1))
+        self.grow = torch.nn.Conv2d(8, 4, 3, padding=1)
+        self.transition = torch.nn.Sequential(torch.nn.BatchNorm2d(12), torch.nn.ReLU(),
+                                              torch.nn.Conv2d(12, 8, 1), torch.nn.AvgPool2d(2))
+        self.head = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                        torch.nn.Linear(8, 5))
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.cat([x, self.grow(x)], 1)
+        return self.head(self.transition(x))
+
+
+def test_convolutions_are_cudnn_calls_and_pooling_unrolled_windows(tmp_path):
+    model, x = _DenseBlockNet().eval(), torch.randn(2, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x))
     assert_compiled()
     kernels, host = generated_files(tmp_path / "dump")
-    assert "torch.nn.functional.pad(" in host and host.count("torch.matmul(") == 2
-    assert " * 2) + " in kernels  # the stride-2 im2col gather's indexing
+    assert host.count("torch.nn.functional.conv2d(") == 3 and "padding=(1, 1)" in host
+    assert "torch.cat([" in host
+    assert "value=float('-inf')" in host  # max pooling's padding; the convs' is folded
+    assert " * 2) + " in kernels  # a stride-2 pooling window, unrolled
 
 
+# bfloat16 only on a GPU: Triton's interpreter computes bf16 arithmetic wrongly (numpy
+# has no bf16; x + 1.0 on a loaded bf16 tensor came out as garbage in triton 3.9).
 @pytest.mark.parametrize("dtype", [torch.float16])
 def test_half_precision_pointwise_and_softmax(dtype):
     def fn(x, y):

@@ -8,6 +8,7 @@ from typing import ClassVar
 from tessel import ir
 from tessel.passes.form_kernels import KERNEL_OPS
 from tessel.passes.registry import ModulePass, register
+from tessel.passes.tile_for_threads import loop_ranges
 
 ATTRIBUTE = "tessel.gpu"
 
@@ -30,7 +31,8 @@ def _numel(shaped) -> int | None:
 class ChooseGpuBlocksPass(ModulePass):
     """choose-gpu-blocks: record Triton block sizes on every kernel (a `tessel.gpu` dict).
 
-    Rules, per kernel kind: a gemm library call gets a tensor-core tile (128x128x64 for
+    Rules, per kernel kind: another library call (a convolution) gets nothing to size
+    (kind "library"); a gemm library call gets a tensor-core tile (128x128x64 for
     f16/bf16, 64x64x32 otherwise); a row-fused kernel (scf.forall over rows) whose row
     fits `max-persistent-row` elements is "persistent" (one block holds the row, block =
     next power of two) and otherwise "looped" over the row in `looped-block` chunks; any
@@ -51,6 +53,9 @@ class ChooseGpuBlocksPass(ModulePass):
 
     def decide(self, kernel: ir.Operation) -> ir.Attribute:
         result_type = kernel.results[0].type if len(kernel.results) else None
+        if kernel.name == "tkern.library_call" and \
+                ir.StringAttr(kernel.attributes["callee"]).value != "gemm":
+            return _dictionary("library", [], 0)  # no Triton kernel: nothing to size
         if kernel.name == "tkern.library_call":
             tensor_core = str(result_type.element_type) in ("f16", "bf16")
             block = [128, 128, 64] if tensor_core else [64, 64, 32]
@@ -58,14 +63,33 @@ class ChooseGpuBlocksPass(ModulePass):
         body = [op.operation for op in kernel.regions[0].blocks[0].operations]
         forall = next((op for op in body if op.name == "scf.forall"), None)
         if forall is not None and result_type is not None:
-            rows = math.prod(ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"]))
-            numel = _numel(result_type)
-            row = numel // rows if numel is not None and rows > 0 else None
+            row = _row_points(forall, _numel(result_type))
             if row is not None and row <= self.max_persistent_row:
                 block = _next_power_of_two(row)
                 return _dictionary("row_persistent", [block], _warps(block))
             return _dictionary("row_looped", [self.looped_block], _warps(self.looped_block))
         return _dictionary("pointwise", [self.pointwise_block], _warps(self.pointwise_block))
+
+
+def _row_points(forall: ir.Operation, numel: int | None) -> int | None:
+    """Points of the largest loop nest in one tile of a row loop (None: dynamic); a
+    pooling window is not part of a row (the kernel unrolls it per point). A loop with
+    no loop nest (copies) has rows of its result's size: `numel` over the row count."""
+    generics = ir.ops_where(forall, lambda op: op.name == "linalg.generic")
+    if not generics:
+        rows = math.prod(ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"]))
+        return numel // rows if numel is not None and rows > 0 else None
+    largest = 1
+    for op in generics:
+        ranges = loop_ranges(op)
+        if None in ranges:
+            return None
+        iterators = [str(t) for t in op.attributes["iterator_types"]]
+        reduced = [d for d, t in enumerate(iterators) if "reduction" in t]
+        windowed = reduced and any(ranges[d] != 1 for d in range(len(ranges)) if d not in reduced)
+        largest = max(largest, math.prod(r for d, r in enumerate(ranges)
+                                         if not (windowed and d in reduced)))
+    return largest
 
 
 def _warps(block: int) -> int:

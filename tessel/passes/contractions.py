@@ -6,6 +6,8 @@ from __future__ import annotations
 from tessel import ir
 
 NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
+# Convolutions a target may leave to its library (cuDNN through aten on the GPU).
+NAMED_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw",)
 
 
 def _argument_number(value: ir.Value, block: ir.Block) -> int | None:
@@ -39,3 +41,13 @@ def is_contraction(op: ir.Operation) -> bool:
     return (op.name == "linalg.generic"
             and any("reduction" in str(t) for t in op.attributes["iterator_types"])
             and is_multiply_accumulate(op))
+
+
+def library_callee(op: ir.Operation) -> str | None:
+    """The library routine that implements `op`, if any: "gemm" for contractions,
+    "conv2d" for a named NCHW convolution."""
+    if op.name in NAMED_CONVOLUTIONS:
+        return "conv2d"
+    if op.name.startswith("linalg.") and is_contraction(op):
+        return "gemm"
+    return None

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.contractions import is_contraction
+from tessel.passes.contractions import library_callee
 from tessel.passes.registry import ModulePass, register
 
 KERNEL_OPS = ("tkern.kernel", "tkern.library_call")
@@ -22,7 +22,8 @@ class FormKernelsPass(ModulePass):
 
     Every fused tile loop (scf.forall) and every remaining linalg/tm_tensor op
     becomes one `tkern.kernel`; contractions become `tkern.library_call {callee =
-    "gemm"}`. What is a kernel, and how many there are, is then visible in the IR
+    "gemm"}`, and named NCHW convolutions (left named by the gpu pipeline)
+    `tkern.library_call {callee = "conv2d"}`. What is a kernel, and how many there are, is then visible in the IR
     and counted by the targets. Ops whose results differ in type stay unwrapped
     (see tessel/dialects/kernel.py on IRDL's homogeneous variadics).
     """
@@ -41,9 +42,10 @@ class FormKernelsPass(ModulePass):
     def _wrap(op: ir.Operation, kernel_name: str) -> None:
         if len({str(r.type) for r in op.results}) > 1:
             return
-        library = op.name.startswith("linalg.") and is_contraction(op)
+        callee = library_callee(op)
+        library = callee is not None
         with op.context, op.location:
-            attributes = ({"callee": ir.StringAttr.get("gemm")} if library
+            attributes = ({"callee": ir.StringAttr.get(callee)} if library
                           else {"sym_name": ir.StringAttr.get(kernel_name)})
             with ir.InsertionPoint(op):
                 kernel = ir.Operation.create(

@@ -94,9 +94,9 @@ class FuseTilesPass(ModulePass):
     one gemm per thread, instead of by single rows. Without it, gemms join no group.
 
     With `tile-leading-dims` (the GPU's one program per row), a group with a reduction
-    is tiled by 1 along every parallel loop dim of its root but the last, not only the
-    first: layer_norm over the last dim of (batch, sequence, features) gets one tile per
-    (batch, sequence) row instead of a whole sequence per tile.
+    is tiled by 1 along every loop dim of its root that indexes rows (see _row_dims),
+    not only the first: layer_norm over the last dim of (batch, sequence, features)
+    gets one tile per (batch, sequence) row instead of a whole sequence per tile.
     """
 
     name: ClassVar[str] = "fuse-tiles"
@@ -157,8 +157,7 @@ class FuseTilesPass(ModulePass):
                 if group.has_contraction:
                     group.tile_size = _gemm_rows_per_tile(root.op, tiled, cores)
                 elif tile_leading_dims and group.has_reduction:
-                    last = len(root.parallel) - 1
-                    group.row_dims = [d for d in parallel_dims if d not in (tiled, last)]
+                    group.row_dims = [d for d in _row_dims(group, nodes) if d != tiled]
         return groups
 
     @staticmethod
@@ -199,6 +198,27 @@ def _grow(group: FusionGroup, nodes, users, assigned) -> None:
                 if not is_fill:
                     assigned[producer_op] = group
                 changed = True
+
+
+def _row_dims(group: FusionGroup, nodes) -> list[int]:
+    """The root's loop dims that index rows, i.e. that a reduction in the group keeps:
+    all its parallel dims if it reduces itself; else those that every reduction it
+    reads indexes (layer_norm's root reads the row statistics through (d0, d1), so d2
+    is inside a row). Without such a read, all parallel dims but the last."""
+    root = group.root
+    parallel = [d for d, p in enumerate(root.parallel) if p]
+    if not all(root.parallel):
+        return parallel
+    members = {p.op for p in group.producers}
+    inputs = list(root.op.operands)[:len(root.op.operands) - len(root.op.results)]
+    dims, read_a_reduction = parallel, False
+    for index, operand in enumerate(inputs):
+        producer = ir.operation_of(operand.owner)
+        if producer in members and not all(nodes[producer].parallel):
+            positions = _dim_positions(root.maps[index])
+            dims = [d for d in dims if d in positions]
+            read_a_reduction = True
+    return dims if read_a_reduction else parallel[:-1]
 
 
 def _gemm_rows_per_tile(root: ir.Operation, dim: int, cores: int) -> int:

@@ -12,9 +12,9 @@ register_pipeline(
 
 # Elementwise fusion (kept away from contractions) and row-loop fusion, shared by the
 # cpu and gpu pipelines; `fuse_tiles` is the fuse-tiles step of each.
-def _fusion(fuse_tiles: str) -> str:
+def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul") -> str:
     return (
-        "generalize-named-ops,"
+        f"generalize-named-ops{{keep={keep}}},"
         "outline-contractions,"
         "func.func(linalg-fuse-elementwise-ops),"
         "inline,symbol-dce,"
@@ -101,11 +101,13 @@ register_pipeline(
 register_pipeline(
     "gpu",
     "builtin.module(check-contract{target=gpu},"
-    "convolutions-to-gemm,fold-transposes-into-matmul,canonicalize,"
+    # Convolutions stay named: cuDNN (through aten) runs them, not an im2col + gemm.
+    "fold-transposes-into-matmul,canonicalize,"
     "pad-contractions,"
     # Gemms stay library calls (cuBLAS through aten) until the Triton target has a
     # tl.dot template to fuse their epilogues into.
-    + _fusion("fuse-tiles{gemm-epilogues=false tile-leading-dims=true}") +
+    + _fusion("fuse-tiles{gemm-epilogues=false tile-leading-dims=true}",
+              keep="matmul,batch_matmul,conv_2d_nchw_fchw") +
     "form-kernels,choose-gpu-blocks)",
     "the GPU target's kernel formation: fused kernels with Triton block sizes",
 )

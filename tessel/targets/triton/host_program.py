@@ -1,6 +1,7 @@
 """Generates the Triton target's host program: readable Python that walks `main` in
-order, allocates each kernel's output buffers, launches the Triton kernels, calls
-aten (cuBLAS) for the gemm library calls, and reshapes views in between."""
+order, allocates each kernel's output buffers, launches the Triton kernels, calls aten
+for the library calls (gemms: cuBLAS, convolutions: cuDNN), and reshapes, pads and
+concatenates in between."""
 
 from __future__ import annotations
 
@@ -45,6 +46,24 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap]) -> str:
     return f"torch.matmul({operands[0]}, {operands[1]})"
 
 
+def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
+    """(height, width) padding when `pad` pads only the spatial dims of an NCHW image,
+    evenly, with zeros, for convolutions alone; else None."""
+    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
+    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
+    (yielded,) = [o.operation for o in pad.regions[0].blocks[0].operations]
+    source = ir.operation_of(yielded.operands[0].owner)
+    if (len(low) != 4 or low != high or low[:2] != [0, 0] or len(pad.operands) != 1
+            or source is None or source.name != "arith.constant"
+            or scalar_literal(source.attributes["value"]) not in ("0.0", "0")):
+        return None
+    for use in pad.results[0].uses:
+        user = ir.operation_of(use.owner)
+        if user is None or user.name != "linalg.conv_2d_nchw_fchw" or use.operand_number != 0:
+            return None
+    return low[2], low[3]
+
+
 class _HostWriter:
     def __init__(self, main: ir.Operation, kernels: dict[str, KernelSource],
                  signature: GraphSignature):
@@ -63,6 +82,9 @@ class _HostWriter:
                               if op.name == "tkern.kernel" and len(op.results) == 1
                               and fill_constant(op.results[0])
                               and all(self._inside_a_kernel(use) for use in op.results[0].uses)}
+        # Zero padding of a convolution's input goes into the convolution's `padding`.
+        self.folded_pads = {op.results[0]: _conv_padding(op) for op in self.ops
+                            if op.name == "tensor.pad" and _conv_padding(op) is not None}
 
     @staticmethod
     def _inside_a_kernel(use) -> bool:
@@ -92,7 +114,12 @@ class _HostWriter:
                 self.assign(op.results[0], f"{self.name_of(op.operands[0])}.reshape"
                                            f"{_shape_text(shape)}")
             elif op.name == "tensor.pad":
-                self.pad(op)
+                if op.results[0] not in self.folded_pads:
+                    self.pad(op)
+            elif op.name == "tensor.concat":
+                dim = ir.IntegerAttr(op.attributes["dim"]).value
+                parts = ", ".join(self.name_of(v) for v in op.operands)
+                self.assign(op.results[0], f"torch.cat([{parts}], dim={dim})")
             elif op.name == "tensor.cast":
                 self.names[op.results[0]] = self.name_of(op.operands[0])
             elif op.name == "arith.constant":
@@ -128,26 +155,46 @@ class _HostWriter:
         strides = [f"*{name}.stride()" for name, value in zip(inputs, kernel.inputs)
                    if value.type.rank]
         arguments = ", ".join(inputs + outputs + strides)
-        self.lines.append(f"{kernel.name}[{kernel.grid}]({arguments}, BLOCK={kernel.block}, "
-                          f"num_warps={kernel.num_warps})")
+        launch = (f"{kernel.name}[{kernel.grid}]({arguments}, BLOCK={kernel.block}, "
+                  f"num_warps={kernel.num_warps})")
+        if not kernel.results:
+            # Only runtime checks (tl.device_assert): Triton compiles them in under
+            # TRITON_DEBUG=1 alone, so otherwise the launch would do nothing.
+            self.lines += ["if triton_debug:", f"    {launch}"]
+        else:
+            self.lines.append(launch)
 
     def library_call(self, op: ir.Operation) -> None:
-        """A gemm through aten (cuBLAS), plus its accumulator's initial value unless
-        that is a folded zero fill."""
+        """A gemm (cuBLAS) or convolution (cuDNN) through aten, plus its accumulator's
+        initial value unless that is a folded zero fill."""
         body = [o.operation for o in op.regions[0].blocks[0].operations]
         contraction = body[0]
-        if len(body) != 2 or "indexing_maps" not in contraction.attributes:
-            raise UnsupportedKernel(contraction.name, "a library call other than a gemm")
-        maps = [ir.AffineMapAttr(m).value
-                for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
-        a, b = (self.name_of(v) for v in contraction.operands[:2])
-        product = _aten_contraction(a, b, maps)
+        if contraction.name == "linalg.conv_2d_nchw_fchw":
+            product = self.convolution(contraction)
+        elif len(body) == 2 and "indexing_maps" in contraction.attributes:
+            maps = [ir.AffineMapAttr(m).value
+                    for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
+            a, b = (self.name_of(v) for v in contraction.operands[:2])
+            product = _aten_contraction(a, b, maps)
+        else:
+            raise UnsupportedKernel(contraction.name, "a library call tessel has no routine for")
         init = contraction.operands[2]
         if init not in self.skipped_fills:
             product = f"{self.name_of(init)} + {product}"
         elif fill_constant(init) not in ("0.0", "0"):
             product = f"{product} + {fill_constant(init)}"
         self.assign(op.results[0], product)
+
+    def convolution(self, conv: ir.Operation) -> str:
+        image, weight = conv.operands[0], conv.operands[1]
+        strides = [int(v) for v in ir.DenseIntElementsAttr(conv.attributes["strides"])]
+        dilations = [int(v) for v in ir.DenseIntElementsAttr(conv.attributes["dilations"])]
+        padding = self.folded_pads.get(image)
+        if padding is not None:
+            image = ir.operation_of(image.owner).operands[0]
+        return (f"torch.nn.functional.conv2d({self.name_of(image)}, {self.name_of(weight)}, "
+                f"stride={tuple(strides)}, padding={tuple(padding or (0, 0))}, "
+                f"dilation={tuple(dilations)})")
 
     def pad(self, op: ir.Operation) -> None:
         """tensor.pad with a constant, as torch.nn.functional.pad (last dim first)."""

@@ -20,6 +20,7 @@ UnsupportedKernel, naming the op; the graph then runs eagerly around it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -80,6 +81,8 @@ _COMBINERS = {
     "arith.maxnumf": ("tl.max({x}, axis=0)", "float('-inf')", "tl.maximum({init}, {x})"),
     "arith.minnumf": ("tl.min({x}, axis=0)", "float('inf')", "tl.minimum({init}, {x})"),
 }
+# Pooling windows up to this many positions are unrolled (3x3 and 7x7 windows fit).
+MAX_UNROLLED_WINDOW = 64
 _CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
                     "uge", "ult", "ule", "une", "uno", "true"]
 _CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
@@ -154,6 +157,23 @@ def _maps(generic: ir.Operation) -> list[ir.AffineMap]:
 def _reduction_dims(generic: ir.Operation) -> set[int]:
     return {d for d, it in enumerate(ir.ArrayAttr(generic.attributes["iterator_types"]))
             if "reduction" in str(it)}
+
+
+def _windowed(generic: ir.Operation) -> bool:
+    """A reduction that keeps some dims of size > 1 (pooling windows), as opposed to one
+    that reduces a whole row to a value."""
+    reductions = _reduction_dims(generic)
+    domain = _domain(generic)
+    return bool(reductions) and any(size != 1 for d, size in enumerate(domain)
+                                    if d not in reductions)
+
+
+def _row_extent(generic: ir.Operation) -> list[int]:
+    """The dims of size > 1 that `r` spans for this op: the output points of a windowed
+    reduction, the whole iteration space otherwise."""
+    domain = _domain(generic)
+    skipped = _reduction_dims(generic) if _windowed(generic) else set()
+    return [size for d, size in enumerate(domain) if size != 1 and d not in skipped]
 
 
 def _domain(generic: ir.Operation) -> list[int]:
@@ -240,13 +260,14 @@ class _Writer:
     # ----------------------------------------------------------------- operands
 
     def read(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[str],
-             kind: str) -> tuple[str, str]:
-        """(expression, kind) of `value` read through `affine_map` at `indices`."""
+             kind: str, window: frozenset[int] = frozenset()) -> tuple[str, str]:
+        """(expression, kind) of `value` read through `affine_map` at `indices`; the
+        `window` dims of a windowed reduction are fixed positions, not row dims."""
         if value in self.literals:
             return self.literals[value]
         if value in self.registers:
             expression, value_kind = self.registers[value]
-            if value_kind == "scalar" or (kind == "row" and _is_identity(affine_map)):
+            if value_kind == "scalar" or (kind == "row" and _is_identity(affine_map, window)):
                 return expression, value_kind
             raise UnsupportedKernel("linalg.generic", "a row value read through a map "
                                     f"other than the identity ({affine_map})")
@@ -273,6 +294,9 @@ class _Writer:
 
     def generic(self, op: ir.Operation) -> None:
         domain = _domain(op)
+        if _windowed(op):
+            self.window_reduction(op, domain)
+            return
         indices, kind = self.local_indices(domain)
         maps = _maps(op)
         block = op.regions[0].blocks[0]
@@ -333,6 +357,36 @@ class _Writer:
                           f"{_TRITON_DTYPES[_element(result)]})")
                 expression = widened
             self.registers[result] = (expression, kind)
+
+    def window_reduction(self, op: ir.Operation, domain: list[int]) -> None:
+        """A reduction over a small window per output point (pooling): unrolled, one
+        step per window position, the body applied as written (any combiner)."""
+        reductions = sorted(_reduction_dims(op))
+        window = [range(domain[d]) for d in reductions]
+        if math.prod(len(w) for w in window) > MAX_UNROLLED_WINDOW or len(op.results) != 1:
+            raise UnsupportedKernel("linalg.generic", f"a reduction window of "
+                                    f"{[len(w) for w in window]} per point")
+        outputs = [1 if d in reductions else size for d, size in enumerate(domain)]
+        indices, kind = self.local_indices(outputs)
+        maps = _maps(op)
+        block = op.regions[0].blocks[0]
+        n_inputs = len(op.operands) - 1
+        body_ops = [o.operation for o in block.operations]
+        used = {v for body_op in body_ops for v in body_op.operands}
+        accumulator = self.read(op.operands[n_inputs], maps[n_inputs], indices, kind,
+                                frozenset(reductions))
+        for position in itertools.product(*window):
+            at = list(indices)
+            for d, index in zip(reductions, position):
+                at[d] = str(index)
+            names = {block.arguments[n_inputs]: accumulator}
+            for argument, operand, affine_map in zip(block.arguments, op.operands, maps):
+                if argument in used and argument not in names:
+                    names[argument] = self.read(operand, affine_map, at, kind)
+            for body_op in body_ops[:-1]:
+                self.body_op(body_op, names)
+            accumulator = self.value(body_ops[-1].operands[0], names)
+        self.registers[op.results[0]] = (_as_expression(accumulator), kind)
 
     def value(self, value: ir.Value, names: dict) -> tuple[str, str]:
         if value in names:
@@ -438,10 +492,11 @@ class _Writer:
         raise UnsupportedKernel(op.name, f"exponent {value}")
 
 
-def _is_identity(affine_map: ir.AffineMap) -> bool:
-    return all(isinstance(e, ir.AffineDimExpr) and e.position == i
-               for i, e in enumerate(affine_map.results)) and \
-        len(affine_map.results) == affine_map.n_dims
+def _is_identity(affine_map: ir.AffineMap, window: frozenset[int] = frozenset()) -> bool:
+    """The map reads every loop dim but the `window` ones, in order."""
+    kept = [d for d in range(affine_map.n_dims) if d not in window]
+    return [e.position if isinstance(e, ir.AffineDimExpr) else None
+            for e in affine_map.results] == kept
 
 
 _AFFINE_OPERATORS = ((ir.AffineAddExpr, "+"), (ir.AffineMulExpr, "*"),
@@ -521,10 +576,9 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         names = sorted({op.name for op in body[:-1] if op.name != "linalg.generic"})
         raise UnsupportedKernel(names[0] if names else "tkern.kernel",
                                 "only linalg.generic ops outside a row loop are supported")
-    reducing = any(_reduction_dims(op) for op in generics)
-    domain = _domain(generics[-1] if not reducing else
-                     next(op for op in generics if _reduction_dims(op)))
-    writer.row_shape = [size for size in domain if size != 1]
+    whole = [op for op in generics if _reduction_dims(op) and not _windowed(op)]
+    reducing = bool(whole)
+    writer.row_shape = _row_extent(whole[0] if reducing else generics[-1])
     size = math.prod(writer.row_shape)
     if reducing:
         # A whole-tensor reduction: one program holds everything.
@@ -572,8 +626,7 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     tiles = [op for op in ops[:-1] if op.name == "linalg.generic"]
     if not tiles:
         raise UnsupportedKernel("scf.forall", "a row loop without linalg.generic ops")
-    widest = max(tiles, key=lambda op: math.prod(_domain(op)))
-    writer.row_shape = [size for size in _domain(widest) if size != 1]
+    writer.row_shape = max((_row_extent(op) for op in tiles), key=math.prod)
     size = math.prod(writer.row_shape)
     if size > writer.block:
         raise UnsupportedKernel("scf.forall", f"a row of {size} elements in a block of "

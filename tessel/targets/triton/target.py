@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, ClassVar
 
 import torch
+import triton
 from triton.compiler.errors import CompilationError
 
 from tessel import ir
@@ -113,7 +114,8 @@ class TritonTarget(Target):
                stages: Stages) -> tuple[Callable, int]:
         stages.write("triton_kernels.py", lambda: module_source)
         stages.write("host_program.py", lambda: host_source)
-        namespace = {"torch": torch, **vars(_load_kernels(module_source))}
+        namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
+                     **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
         host = _building_kernels(namespace["host"], stages)
