@@ -43,3 +43,17 @@ func.func @negative_reshape_only(%a: tensor<4x8xf32>) -> tensor<32xf32> {
   %r = tensor.collapse_shape %a [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
   return %r : tensor<32xf32>
 }
+
+// -----
+
+// A named NCHW convolution (the gpu pipeline keeps it named) is a conv2d library call.
+// CHECK-LABEL: func.func @convolution
+// CHECK:         %[[C:.*]] = "tkern.library_call"() ({
+// CHECK:           linalg.conv_2d_nchw_fchw
+// CHECK:         }) {callee = "conv2d"}
+// CHECK:         return %[[C]]
+func.func @convolution(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %init: tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32> {
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%x, %w : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) outs(%init : tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  return %y : tensor<1x4x6x6xf32>
+}

@@ -54,3 +54,31 @@ func.func @negative_no_reduction(%x: tensor<4x8x16xf32>, %b: tensor<16xf32>) -> 
   } -> tensor<4x8x16xf32>
   return %sum : tensor<4x8x16xf32>
 }
+
+// -----
+
+// A 2x2 max pooling fed by a relu: a pooling window is unrolled per output point by
+// the GPU kernel, so it is not tiled into one program per point.
+// CHECK-LABEL: func.func @negative_pooling_window
+// CHECK-NOT:     scf.forall
+func.func @negative_pooling_window(%x: tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x4x8x8xf32>
+  %relu = linalg.generic {indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (n, c, h, w)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x4x8x8xf32>) outs(%e : tensor<2x4x8x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x8x8xf32>
+  %window = tensor.empty() : tensor<2x2xf32>
+  %e2 = tensor.empty() : tensor<2x4x4x4xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e2 : tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %pool = linalg.generic {indexing_maps = [affine_map<(n, c, h, w, i, j) -> (n, c, h * 2 + i, w * 2 + j)>, affine_map<(n, c, h, w, i, j) -> (i, j)>, affine_map<(n, c, h, w, i, j) -> (n, c, h, w)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%relu, %window : tensor<2x4x8x8xf32>, tensor<2x2xf32>) outs(%init : tensor<2x4x4x4xf32>) {
+  ^bb0(%in: f32, %w: f32, %out: f32):
+    %m = arith.maximumf %out, %in : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x4x4xf32>
+  return %pool : tensor<2x4x4x4xf32>
+}

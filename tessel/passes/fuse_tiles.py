@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -12,6 +13,7 @@ from tessel.passes.tile_for_threads import loop_ranges
 from tessel.passes.transform_script import TransformError, apply_transform_script
 
 OP_ID = "tessel.op_id"
+MAX_POOLING_WINDOW = 64  # the Triton target unrolls windows up to this many positions
 log = logging.getLogger("tessel")
 
 
@@ -149,6 +151,8 @@ class FuseTilesPass(ModulePass):
             tiled = parallel_dims[0] if len(root.parallel) >= 2 and parallel_dims else None
             if 0 in loop_ranges(root.op):
                 tiled = None  # nothing to compute: tiling an empty loop nest would crash
+            if tile_leading_dims and _is_pooling_window(root):
+                tiled = None  # one GPU program per output point would starve the GPU
             group = FusionGroup(root, tiled, [])
             assigned[op] = group
             groups.append(group)
@@ -198,6 +202,16 @@ def _grow(group: FusionGroup, nodes, users, assigned) -> None:
                 if not is_fill:
                     assigned[producer_op] = group
                 changed = True
+
+
+def _is_pooling_window(node: _Node) -> bool:
+    """A reduction over a small static window per output point (pooling): the GPU
+    unrolls the window inside a pointwise kernel rather than tiling it by rows."""
+    ranges = loop_ranges(node.op)
+    window = [ranges[d] for d, p in enumerate(node.parallel) if not p]
+    if not window or None in window or math.prod(window) > MAX_POOLING_WINDOW:
+        return False
+    return any(ranges[d] != 1 for d, p in enumerate(node.parallel) if p)
 
 
 def _row_dims(group: FusionGroup, nodes) -> list[int]:

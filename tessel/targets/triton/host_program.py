@@ -116,6 +116,8 @@ class _HostWriter:
             elif op.name == "tensor.pad":
                 if op.results[0] not in self.folded_pads:
                     self.pad(op)
+            elif op.name == "tensor.extract_slice":
+                self.assign(op.results[0], self.slice(op))
             elif op.name == "tensor.concat":
                 dim = ir.IntegerAttr(op.attributes["dim"]).value
                 parts = ", ".join(self.name_of(v) for v in op.operands)
@@ -195,6 +197,20 @@ class _HostWriter:
         return (f"torch.nn.functional.conv2d({self.name_of(image)}, {self.name_of(weight)}, "
                 f"stride={tuple(strides)}, padding={tuple(padding or (0, 0))}, "
                 f"dilation={tuple(dilations)})")
+
+    def slice(self, op: ir.Operation) -> str:
+        """A static tensor.extract_slice as a torch view (`x[a:b:s, ...]`), with the
+        dims a rank-reducing slice drops indexed away."""
+        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+        strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        if len(op.operands) != 1:
+            raise UnsupportedKernel(op.name, "a slice with dynamic offsets or sizes")
+        items = [f"{o}:{o + (n - 1) * s + 1}" + (f":{s}" if s != 1 else "")
+                 for o, n, s in zip(offsets, sizes, strides)]
+        view = f"{self.name_of(op.operands[0])}[{', '.join(items)}]"
+        shape = list(op.results[0].type.shape)
+        return view if shape == sizes else f"{view}.reshape{_shape_text(shape)}"
 
     def pad(self, op: ir.Operation) -> None:
         """tensor.pad with a constant, as torch.nn.functional.pad (last dim first)."""

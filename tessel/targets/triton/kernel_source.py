@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from tessel import ir
+from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW
 
 # Result dtypes as torch spells them, for the host program.
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
@@ -81,8 +82,6 @@ _COMBINERS = {
     "arith.maxnumf": ("tl.max({x}, axis=0)", "float('-inf')", "tl.maximum({init}, {x})"),
     "arith.minnumf": ("tl.min({x}, axis=0)", "float('inf')", "tl.minimum({init}, {x})"),
 }
-# Pooling windows up to this many positions are unrolled (3x3 and 7x7 windows fit).
-MAX_UNROLLED_WINDOW = 64
 _CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
                     "uge", "ult", "ule", "une", "uno", "true"]
 _CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
@@ -363,7 +362,7 @@ class _Writer:
         step per window position, the body applied as written (any combiner)."""
         reductions = sorted(_reduction_dims(op))
         window = [range(domain[d]) for d in reductions]
-        if math.prod(len(w) for w in window) > MAX_UNROLLED_WINDOW or len(op.results) != 1:
+        if math.prod(len(w) for w in window) > MAX_POOLING_WINDOW or len(op.results) != 1:
             raise UnsupportedKernel("linalg.generic", f"a reduction window of "
                                     f"{[len(w) for w in window]} per point")
         outputs = [1 if d in reductions else size for d, size in enumerate(domain)]
@@ -634,7 +633,14 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     writer.emit("r = tl.arange(0, BLOCK)")
     writer.emit(f"mask = r < {size}")
     for op in ops[:-1]:
-        if op.name == "tensor.extract_slice":
+        if op.name == "affine.apply":
+            # A producer's tile offset (a strided consumer reads rows * stride).
+            rows = [writer.program_ids.get(v) for v in op.operands]
+            if None in rows:
+                raise UnsupportedKernel(op.name, "an offset that is not a row index")
+            (expr,) = ir.AffineMapAttr(op.attributes["map"]).value.results
+            writer.program_ids[op.results[0]] = _index_of(expr, rows)
+        elif op.name == "tensor.extract_slice":
             _slice(writer, op, destinations)
         elif op.name == "linalg.generic":
             writer.generic(op)
