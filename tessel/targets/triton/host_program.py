@@ -66,8 +66,9 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
 
 class _HostWriter:
     def __init__(self, main: ir.Operation, kernels: dict[str, KernelSource],
-                 signature: GraphSignature):
+                 signature: GraphSignature, channels_last: bool):
         self.kernels = kernels
+        self.channels_last = channels_last
         self.signature = signature
         self.names: dict = {}
         self.lines: list[str] = []
@@ -151,11 +152,15 @@ class _HostWriter:
         inputs = [self.name_of(value) for value in kernel.inputs]
         outputs = []
         for result, buffer in zip(op.results, kernel.results):
+            layout = (", memory_format=torch.channels_last"
+                      if self.channels_last and len(buffer.shape) == 4 else "")
             outputs.append(self.assign(result, f"torch.empty({_shape_text(buffer.shape)}, "
                                                f"dtype={TORCH_DTYPES[buffer.element]}, "
-                                               "device=device)"))
+                                               f"device=device{layout})"))
         strides = [f"*{name}.stride()" for name, value in zip(inputs, kernel.inputs)
                    if value.type.rank]
+        strides += [f"*{name}.stride()" for name, buffer in zip(outputs, kernel.results)
+                    if buffer.shape]
         arguments = ", ".join(inputs + outputs + strides)
         launch = (f"{kernel.name}[{kernel.grid}]({arguments}, BLOCK={kernel.block}, "
                   f"num_warps={kernel.num_warps})")
@@ -194,7 +199,10 @@ class _HostWriter:
         padding = self.folded_pads.get(image)
         if padding is not None:
             image = ir.operation_of(image.owner).operands[0]
-        return (f"torch.nn.functional.conv2d({self.name_of(image)}, {self.name_of(weight)}, "
+        weight_name = self.name_of(weight)
+        if self.channels_last:
+            weight_name = f"{weight_name}.contiguous(memory_format=torch.channels_last)"
+        return (f"torch.nn.functional.conv2d({self.name_of(image)}, {weight_name}, "
                 f"stride={tuple(strides)}, padding={tuple(padding or (0, 0))}, "
                 f"dilation={tuple(dilations)})")
 
@@ -226,11 +234,13 @@ class _HostWriter:
                                    f"({widths}), value={value})")
 
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
-             signature: GraphSignature, graph_name: str) -> str:
-    """The host program of one graph: defines host(*graph_inputs) -> tuple of outputs."""
+             signature: GraphSignature, graph_name: str, channels_last: bool = False) -> str:
+    """The host program of one graph: defines host(*graph_inputs) -> tuple of outputs.
+    With `channels_last`, 4-D buffers and convolution weights are channels-last (cuDNN's
+    tensor-core kernels take NHWC), and outputs are returned contiguous."""
     main = next(op.operation for op in module.body.operations
                 if op.operation.name == "func.func" and op.sym_name.value == "main")
-    writer = _HostWriter(main, kernels, signature)
+    writer = _HostWriter(main, kernels, signature, channels_last)
     tensors = [arg.name for arg in signature.inputs if isinstance(arg, TensorInput)]
     device = f"{tensors[0]}.device" if tensors else "torch.device('cuda')"
     body = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]
@@ -241,7 +251,8 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
         raise ValueError(f"main returns {len(returned)} tensors, the graph "
                          f"{len(signature.results)}")
     for index, (value, result) in enumerate(zip(returned, signature.results)):
-        body.append(f"out{index} = {writer.name_of(value)}")
+        body.append(f"out{index} = {writer.name_of(value)}"
+                    + (".contiguous()" if channels_last else ""))
         if result.stride is not None:
             # Eager returns this output strided; callers may rely on its layout.
             body.append(f"out{index} = torch.empty_strided(out{index}.shape, "

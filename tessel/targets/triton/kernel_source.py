@@ -209,6 +209,7 @@ class _Writer:
     inputs: list = field(default_factory=list)          # main-level tensors read
     results: list = field(default_factory=list)         # KernelResult per output buffer
     row_shape: list[int] | None = None                  # the iteration space `r` covers
+    channels_last: bool = False                         # flat 4-D spaces in NHWC order
     pointwise: bool = False
     counter: int = 0
 
@@ -239,14 +240,18 @@ class _Writer:
         if wide != self.row_shape:
             raise UnsupportedKernel("linalg.generic", f"iteration space {domain} differs "
                                     f"from the kernel's {self.row_shape}")
-        indices, inner = [], 1
-        for size in reversed(domain):
-            if size == 1:
-                indices.append("0")
-                continue
-            indices.append(f"((r // {inner}) % {size})" if inner > 1 else f"(r % {size})")
-            inner *= size
-        return list(reversed(indices)), "row"
+        fastest_first = list(reversed(range(len(domain))))
+        if self.channels_last and len(domain) >= 4:
+            # NCHW iterated as NHWC: consecutive lanes step through channels, which is
+            # the order of channels-last buffers in memory (coalesced loads and stores).
+            fastest_first = [1, 3, 2, 0] + [d for d in fastest_first if d >= 4]
+        indices, inner = ["0"] * len(domain), 1
+        for d in fastest_first:
+            size = domain[d]
+            if size != 1:
+                indices[d] = f"((r // {inner}) % {size})" if inner > 1 else f"(r % {size})"
+                inner *= size
+        return indices, "row"
 
     def address(self, pointer_strides: list[str], offsets: list[str], exprs: list[str]) -> str:
         terms = []
@@ -535,8 +540,10 @@ def _cast_literal(literal: str, element: str) -> str:
 
 # --------------------------------------------------------------------------- kernels
 
-def generate(kernel: ir.Operation) -> KernelSource:
-    """The Triton source of `kernel` (a tkern.kernel with a `tessel.gpu` decision)."""
+def generate(kernel: ir.Operation, channels_last: bool = False) -> KernelSource:
+    """The Triton source of `kernel` (a tkern.kernel with a `tessel.gpu` decision).
+    With `channels_last`, pointwise kernels walk 4-D tensors in NHWC order (the host
+    keeps a convolution network's activations channels-last)."""
     decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
     kind = ir.StringAttr(decision["kind"]).value
@@ -551,6 +558,7 @@ def generate(kernel: ir.Operation) -> KernelSource:
     if forall is not None:
         grid = _row_kernel(writer, forall, body)
     else:
+        writer.channels_last = channels_last
         grid = _flat_kernel(writer, body)
     return KernelSource(name, _function_source(writer), writer.inputs, writer.results,
                         grid, writer.block, num_warps)
@@ -698,7 +706,7 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
     pointer = f"out{len(writer.results) - 1}"
     value_shape = _static_shape(value, "tkern.yield")
     indices, _ = writer.local_indices(value_shape)
-    strides = [str(math.prod(shape[d + 1:])) for d in range(len(shape))]
+    strides = [f"{pointer}_stride{d}" for d in range(len(shape))]
     address = writer.address(strides, offsets, indices)
     mask = ", mask=mask" if kind == "row" else ""
     writer.emit(f"tl.store({pointer} + {address}, {expression}{mask})")
@@ -731,6 +739,8 @@ def _function_source(writer: _Writer) -> str:
     for index, value in enumerate(writer.inputs):
         rank = len(_static_shape(value, "tkern.kernel"))
         parameters += [f"in{index}_stride{d}" for d in range(rank)]
+    for index, result in enumerate(writer.results):
+        parameters += [f"out{index}_stride{d}" for d in range(len(result.shape))]
     lines = ["@triton.jit", f"def {writer.name}({', '.join(parameters + ['BLOCK: tl.constexpr'])}):"]
     lines += [f"    {line}" for line in writer.lines]
     return "\n".join(lines) + "\n"

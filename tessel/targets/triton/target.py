@@ -94,14 +94,17 @@ class TritonTarget(Target):
         module = stages.run_pipeline(module, "gpu", pipeline)
         kernels = ir.ops_where(module.operation, lambda op: op.name in KERNEL_OPS)
         with stages.timed("triton-codegen"):
+            # A network with convolutions keeps its activations channels-last.
+            channels_last = any(ir.StringAttr(k.attributes["callee"]).value == "conv2d"
+                                for k in kernels if k.name == "tkern.library_call")
             try:
                 sources = {}
                 for kernel in kernels:
                     if kernel.name == "tkern.kernel":
-                        generated = kernel_source.generate(kernel)
+                        generated = kernel_source.generate(kernel, channels_last)
                         sources[generated.name] = generated
                 host_source = host_program.generate(module, sources, signature,
-                                                    stages.dump.graph_name)
+                                                    stages.dump.graph_name, channels_last)
             except UnsupportedKernel as error:
                 raise CompileFailure("triton-codegen", str(error)) from error
             module_source = "\n\n".join([kernel_source.PRELUDE]
