@@ -240,17 +240,21 @@ class _Writer:
         if wide != self.row_shape:
             raise UnsupportedKernel("linalg.generic", f"iteration space {domain} differs "
                                     f"from the kernel's {self.row_shape}")
-        fastest_first = list(reversed(range(len(domain))))
-        if self.channels_last and len(domain) >= 4:
-            # NCHW iterated as NHWC: consecutive lanes step through channels, which is
-            # the order of channels-last buffers in memory (coalesced loads and stores).
-            fastest_first = [1, 3, 2, 0] + [d for d in fastest_first if d >= 4]
+        # The order `r` walks the row's dims in is decided on the row (its dims of size
+        # > 1), so that every generic of a kernel, whatever its rank, maps `r` to the
+        # same point.
+        dims = [d for d, size in enumerate(domain) if size != 1]
+        fastest_first = list(reversed(range(len(dims))))
+        if self.channels_last and len(dims) == 4:
+            # NCHW walked as NHWC: consecutive lanes step through channels, the order of
+            # channels-last buffers in memory (coalesced loads and stores).
+            fastest_first = [1, 3, 2, 0]
         indices, inner = ["0"] * len(domain), 1
-        for d in fastest_first:
-            size = domain[d]
-            if size != 1:
-                indices[d] = f"((r // {inner}) % {size})" if inner > 1 else f"(r % {size})"
-                inner *= size
+        for position in fastest_first:
+            size = domain[dims[position]]
+            indices[dims[position]] = (f"((r // {inner}) % {size})" if inner > 1
+                                       else f"(r % {size})")
+            inner *= size
         return indices, "row"
 
     def address(self, pointer_strides: list[str], offsets: list[str], exprs: list[str]) -> str:
