@@ -121,6 +121,17 @@ def test_convolutions_are_cudnn_calls_and_pooling_unrolled_windows(tmp_path):
     assert " * 2) + " in kernels  # a stride-2 pooling window, unrolled
 
 
+def test_batch_of_one_pools_the_right_points():
+    """torch-mlir drops a batch of one, so the pooling (5 loop dims) and the kernel's
+    result (3 dims) have different ranks: both must walk the rows in the same order."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.MaxPool2d(3, 2, 1)).eval()
+    x = torch.randn(1, 3, 16, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model)(x), model(x))
+    assert_compiled()
+
+
 # bfloat16 only on a GPU: Triton's interpreter computes bf16 arithmetic wrongly (numpy
 # has no bf16; x + 1.0 on a loaded bf16 tensor came out as garbage in triton 3.9).
 @pytest.mark.parametrize("dtype", [torch.float16])
