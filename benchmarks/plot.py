@@ -33,11 +33,15 @@ def main(path: str) -> None:
         offset = (i - (len(backends) - 1) / 2) * width
         speedups = [_speedup(w, backend) for w in data["workloads"]]
         bars = ax.bar([x + offset for x in range(len(names))], speedups, width, label=backend)
-        ax.bar_label(bars, labels=[f"{v:.2f}" for v in speedups], fontsize=7)
+        # A star marks an output outside the harness's tolerance of eager's.
+        marks = ["" if w["backends"][backend].get("matches", True) else "*"
+                 for w in data["workloads"]]
+        ax.bar_label(bars, labels=[f"{v:.2f}{m}" for v, m in zip(speedups, marks)], fontsize=7)
     ax.axhline(1.0, color="gray", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(names)), names, rotation=15, fontsize=8)
     ax.set_ylabel("speedup over eager (higher is better)")
-    ax.set_title(_title(data["environment"]), fontsize=9)
+    ax.set_title(_title(data["environment"]) + "   (* output outside tolerance of eager's)",
+                 fontsize=9)
     ax.legend()
     fig.tight_layout()
     out = Path(path).with_suffix(".png")
