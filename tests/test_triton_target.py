@@ -261,3 +261,15 @@ def test_a_compiled_graph_comes_from_the_on_disk_cache_the_second_time(tmp_path)
     torch._dynamo.reset()  # another shape is another graph: compiled, not loaded
     compile_triton(fn)(torch.randn(8, 64), w)
     assert tessel.stats()["graphs_cached"] == 1
+
+
+def test_channels_last_weights_convert_once_per_weight_version():
+    from tessel.targets.triton.host_program import ChannelsLastWeights
+
+    convert, weight = ChannelsLastWeights(), torch.randn(8, 4, 3, 3)
+    first = convert(weight)
+    assert first.is_contiguous(memory_format=torch.channels_last)
+    assert convert(weight) is first  # no copy per call
+    with torch.no_grad():
+        weight.mul_(2)  # an optimizer step: a new version of the same storage
+    torch.testing.assert_close(convert(weight), weight)

@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 import torch
+import torch._guards
 import torch.fx
 from torch._functorch.aot_autograd import make_boxed_func
 
@@ -46,10 +47,23 @@ def resolve_target(options: Options, gm: torch.fx.GraphModule) -> str:
     return "triton" if "cuda" in devices else "cpu"
 
 
-def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages):
+def _static_inputs(gm: torch.fx.GraphModule, kind: str) -> frozenset[int]:
+    """Indices of the inputs aot_autograd marks static (parameters, buffers), for a
+    whole inference graph (a piece of a split graph has other inputs)."""
+    context = torch._guards.TracingContext.try_get()
+    metadata = getattr(context, "fw_metadata", None) if context else None
+    indices = getattr(metadata, "static_input_indices", None) or []
+    count = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
+    if kind != "inference" or any(i >= count for i in indices):
+        return frozenset()
+    return frozenset(indices)
+
+
+def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, gm))
         import_module, signature = prepare_graph(rewrite_dynamic_views(gm), target.devices())
+        signature.static_inputs = _static_inputs(gm, kind)
         cache_key = graph_cache.graph_key(gm, options, target.name)
         cached = target.load_cached(cache_key, signature, options, stages)
     if cached is not None and not options.check_accuracy:
@@ -126,7 +140,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         split = _split(gm, options, kind, excluded | frozenset(native), reasons)
         return dump.graph_name, gm if split is None else split
     try:
-        host, kernels, locate = _compile(gm, options, stages)
+        host, kernels, locate = _compile(gm, options, stages, kind)
     except UnsupportedGraph as error:
         failure = CompileFailure("prepare", error.reason, error.op)
     except CompileFailure as error:

@@ -83,6 +83,9 @@ class GraphSignature:
     returns: list[str]                          # one Python expression per FX output
     node_names: list[str] = field(default_factory=list)
     index_checks: list[IndexCheck] = field(default_factory=list)
+    # Inputs whose storage stays the same from call to call (a module's parameters and
+    # buffers, as aot_autograd reports them): a CUDA graph may read them in place.
+    static_inputs: frozenset[int] = frozenset()
 
 
 def _printer_expr(value, bound: set[str], what: str) -> str:

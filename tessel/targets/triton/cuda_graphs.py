@@ -3,8 +3,8 @@ graph and replayed, so a call costs one graph launch instead of one launch per k
 and library call.
 
 One capture per input signature (shapes, strides, dtypes, devices, scalar values, and
-the storage of parameters, which are read in place): other tensor inputs are copied
-into the capture's static buffers, the graph replays, and outputs are cloned out of its
+the storage of parameters and buffers, which are read in place): other tensor inputs
+are copied into the capture's static buffers, the graph replays, and outputs are cloned out of its
 buffers (the next replay overwrites them). Where capture is not
 possible (CPU tensors under TRITON_INTERPRET, an op that synchronizes with the host),
 the host program runs with plain launches, with one log line.
@@ -20,21 +20,26 @@ import torch
 log = logging.getLogger("tessel")
 
 
-def _signature(args: tuple) -> tuple:
-    """What a capture depends on; a parameter's storage too (it is captured in place)."""
-    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device,
-                  a.data_ptr() if isinstance(a, torch.nn.Parameter) else None)
-                 if isinstance(a, torch.Tensor) else ("value", a) for a in args)
-
-
 class CudaGraphRunner:
-    def __init__(self, host: Callable, graph_name: str):
+    def __init__(self, host: Callable, graph_name: str, static_inputs: frozenset[int]):
         self.host = host
         self.graph_name = graph_name
+        self.static_inputs = static_inputs
         self.captures: dict[tuple, tuple | None] = {}
 
+    def _is_static(self, index: int, arg) -> bool:
+        return index in self.static_inputs or isinstance(arg, torch.nn.Parameter)
+
+    def _signature(self, args: tuple) -> tuple:
+        """What a capture depends on: layouts and scalar values, and the storage of the
+        static inputs (captured in place)."""
+        return tuple(
+            (a.data_ptr() if self._is_static(i, a) else None, a.shape, a.stride(), a.dtype,
+             a.device) if isinstance(a, torch.Tensor) else ("value", a)
+            for i, a in enumerate(args))
+
     def __call__(self, *args):
-        key = _signature(args)
+        key = self._signature(args)
         if key not in self.captures:
             self.captures[key] = self._capture(args)
         capture = self.captures[key]
@@ -53,10 +58,10 @@ class CudaGraphRunner:
             log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its "
                      "inputs are not all CUDA tensors", self.graph_name)
             return None
-        # Parameters are read in place (a model's weights are most of its inputs); any
-        # other tensor is copied into a buffer of the capture's own at every call.
-        static_inputs = [a.clone() if isinstance(a, torch.Tensor)
-                         and not isinstance(a, torch.nn.Parameter) else a for a in args]
+        # Parameters and buffers are read in place (a model's weights are most of its
+        # inputs); any other tensor is copied into a buffer of the capture's own.
+        static_inputs = [a.clone() if isinstance(a, torch.Tensor) and not self._is_static(i, a)
+                         else a for i, a in enumerate(args)]
         try:
             # Warm up on a side stream first: Triton compiles each kernel at its first
             # launch and cuBLAS sets up its workspace, neither of which can be captured.

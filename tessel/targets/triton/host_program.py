@@ -5,6 +5,8 @@ concatenates in between."""
 
 from __future__ import annotations
 
+import torch
+
 from tessel import ir
 from tessel.frontend.signature import GraphSignature, TensorInput
 from tessel.targets.triton.kernel_source import (
@@ -201,7 +203,7 @@ class _HostWriter:
             image = ir.operation_of(image.owner).operands[0]
         weight_name = self.name_of(weight)
         if self.channels_last:
-            weight_name = f"{weight_name}.contiguous(memory_format=torch.channels_last)"
+            weight_name = f"channels_last_weight({weight_name})"
         return (f"torch.nn.functional.conv2d({self.name_of(image)}, {weight_name}, "
                 f"stride={tuple(strides)}, padding={tuple(padding or (0, 0))}, "
                 f"dilation={tuple(dilations)})")
@@ -264,3 +266,22 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n"
 
+
+
+class ChannelsLastWeights:
+    """`channels_last_weight(w)` in host programs: a convolution weight in channels-last
+    layout, converted once per weight version instead of at every call. Inside a CUDA
+    graph capture the conversion is captured instead, so that a replay after an
+    in-place update of the weight converts the new values."""
+
+    def __init__(self):
+        self.converted: dict[int, tuple[int, torch.Tensor]] = {}
+
+    def __call__(self, weight: torch.Tensor) -> torch.Tensor:
+        if weight.is_cuda and torch.cuda.is_current_stream_capturing():
+            return weight.contiguous(memory_format=torch.channels_last)
+        version, converted = self.converted.get(weight.data_ptr(), (None, None))
+        if version != weight._version or converted.shape != weight.shape:
+            converted = weight.contiguous(memory_format=torch.channels_last)
+            self.converted[weight.data_ptr()] = (weight._version, converted)
+        return converted

@@ -86,7 +86,7 @@ class TritonTarget(Target):
         if entry is None:
             return None
         return self._build(entry["kernels_source"], entry["host_source"], entry["kernels"],
-                           options, stages)
+                           signature, options, stages)
 
     def compile(self, module: ir.Module, signature: GraphSignature, options,
                 stages: Stages, cache_key: str | None = None) -> tuple[Callable, int]:
@@ -111,17 +111,19 @@ class TritonTarget(Target):
                                         + [k.source for k in sources.values()])
         graph_cache.store(cache_key, {"kernels_source": module_source,
                                       "host_source": host_source, "kernels": len(kernels)})
-        return self._build(module_source, host_source, len(kernels), options, stages)
+        return self._build(module_source, host_source, len(kernels), signature, options,
+                           stages)
 
-    def _build(self, module_source: str, host_source: str, kernels: int, options,
-               stages: Stages) -> tuple[Callable, int]:
+    def _build(self, module_source: str, host_source: str, kernels: int,
+               signature: GraphSignature, options, stages: Stages) -> tuple[Callable, int]:
         stages.write("triton_kernels.py", lambda: module_source)
         stages.write("host_program.py", lambda: host_source)
         namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
+                     "channels_last_weight": host_program.ChannelsLastWeights(),
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
         host = _building_kernels(namespace["host"], stages)
         if options.mode == "reduce-overhead":
-            host = CudaGraphRunner(host, stages.dump.graph_name)
+            host = CudaGraphRunner(host, stages.dump.graph_name, signature.static_inputs)
         return host, kernels
