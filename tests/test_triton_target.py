@@ -132,6 +132,23 @@ def test_batch_of_one_pools_the_right_points():
     assert_compiled()
 
 
+def test_row_loop_results_bind_to_the_right_buffers():
+    """densenet's transitions: a pooling loop whose zero init is shared (after CSE) with a
+    later convolution of the same shape becomes a loop with two results, which its
+    terminator inserts in the other order; each must land in its own buffer."""
+    def transition(channels):
+        return [torch.nn.BatchNorm2d(channels), torch.nn.ReLU(),
+                torch.nn.Conv2d(channels, channels // 2, 1, bias=False), torch.nn.AvgPool2d(2, 2)]
+    model = torch.nn.Sequential(*transition(8), torch.nn.Conv2d(4, 8, 1), *transition(8)).eval()
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-1, 1)
+    x = torch.randn(2, 8, 16, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model)(x), model(x))
+    assert_compiled()
+
+
 # bfloat16 only on a GPU: Triton's interpreter computes bf16 arithmetic wrongly (numpy
 # has no bf16; x + 1.0 on a loaded bf16 tensor came out as garbage in triton 3.9).
 @pytest.mark.parametrize("dtype", [torch.float16])

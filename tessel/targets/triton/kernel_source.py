@@ -658,9 +658,16 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
             writer.generic(op)
         else:
             raise UnsupportedKernel(op.name, "in a row loop")
-    for insert in [o.operation for o in terminator.regions[0].blocks[0].operations]:
-        if insert.name != "tensor.parallel_insert_slice":
-            raise UnsupportedKernel(insert.name, "in a row loop's terminator")
+    inserts = [o.operation for o in terminator.regions[0].blocks[0].operations]
+    if any(insert.name != "tensor.parallel_insert_slice" for insert in inserts):
+        raise UnsupportedKernel("scf.forall.in_parallel", "an op other than an insert")
+    # Output buffers in the order of the loop's results (the host binds them so), not
+    # in the order the terminator happens to insert them.
+    position = {argument: index for index, argument in enumerate(shared)}
+    inserts.sort(key=lambda insert: position[insert.operands[1]])
+    if [position[insert.operands[1]] for insert in inserts] != list(range(len(shared))):
+        raise UnsupportedKernel("scf.forall", "a loop result written by no insert, or by two")
+    for insert in inserts:
         offsets = _offsets(writer, insert, first_dynamic=2)
         _store(writer, insert.operands[0], offsets, destinations[insert.operands[1]])
     return (math.prod(bounds),)
