@@ -59,7 +59,9 @@ def _product(a, b):
 
 _BINARY = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-",
            "arith.mulf": "*", "arith.muli": "*", "arith.divf": "/", "arith.andi": "&",
-           "arith.ori": "|", "arith.xori": "^"}
+           "arith.ori": "|", "arith.xori": "^",
+           # Triton's integer // and % truncate toward zero, as divsi and remsi do.
+           "arith.divsi": "//", "arith.remsi": "%"}
 _UNARY_CALLS = {"math.exp": "tl.exp", "math.exp2": "tl.exp2", "math.log": "tl.log",
                 "math.log2": "tl.log2", "math.sqrt": "tl.sqrt", "math.rsqrt": "tl.rsqrt",
                 "math.absf": "tl.abs", "math.absi": "tl.abs", "math.erf": "tl.erf",
@@ -466,10 +468,6 @@ class _Writer:
             return f"{args[0]} {_CMPI[predicate]} {args[1]}"
         if name in _CASTS:
             return f"{typed[0]}.to({_TRITON_DTYPES[_element(op.results[0])]})"
-        if name == "arith.divsi":
-            return f"{args[0]} // {args[1]}"
-        if name == "arith.remsi":
-            return f"{args[0]} % {args[1]}"
         if name == "math.fpowi" or name == "math.powf":
             return self.power(op, typed, args)
         raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
