@@ -290,3 +290,44 @@ def test_channels_last_weights_convert_once_per_weight_version():
     with torch.no_grad():
         weight.mul_(2)  # an optimizer step: a new version of the same storage
     torch.testing.assert_close(convert(weight), weight)
+
+
+_UNSIGNED_KERNEL = """
+#id = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<5xi8>, %y: tensor<5xi8>) -> tensor<5xi32> {
+  %e = tensor.empty() : tensor<5xi32>
+  %r = "tkern.kernel"() ({
+    %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%x, %y : tensor<5xi8>, tensor<5xi8>) outs(%e : tensor<5xi32>) {
+    ^bb0(%a: i8, %b: i8, %out: i32):
+      %less = arith.cmpi ult, %a, %b : i8
+      %wide = arith.extui %a : i8 to i32
+      %flag = arith.extui %less : i1 to i32
+      %big = arith.constant 1000 : i32
+      %sum = arith.muli %flag, %big : i32
+      %v = arith.addi %wide, %sum : i32
+      linalg.yield %v : i32
+    } -> tensor<5xi32>
+    "tkern.yield"(%g) : (tensor<5xi32>) -> ()
+  }) {sym_name = "main_kernel_0", tessel.gpu = {block = array<i64: 8>, kind = "pointwise", num_warps = 1 : i64}} : () -> tensor<5xi32>
+  return %r : tensor<5xi32>
+}
+"""
+
+
+def test_unsigned_integer_ops_read_the_bits_unsigned(tmp_path):
+    """arith's unsigned ops on signless integers (a uint8 200 is i8 -56): comparisons
+    and zero-extension must not treat the bits as signed."""
+    from tessel import ir
+    from tessel.targets.triton import kernel_source, target
+
+    module = ir.parse_module(_UNSIGNED_KERNEL)
+    (kernel,) = ir.ops_where(module.operation, lambda op: op.name == "tkern.kernel")
+    generated = kernel_source.generate(kernel)
+    kernels = target._load_kernels(kernel_source.PRELUDE + "\n\n" + generated.source)
+    x = torch.tensor([0, 5, 130, 200, 255], dtype=torch.uint8).view(torch.int8)
+    y = torch.tensor([1, 4, 200, 100, 255], dtype=torch.uint8).view(torch.int8)
+    out = torch.empty(5, dtype=torch.int32)
+    getattr(kernels, generated.name)[generated.grid](x, y, out, *x.stride(), *y.stride(),
+                                                     *out.stride(), BLOCK=generated.block)
+    assert out.tolist() == [1000, 5, 1130, 200, 255]

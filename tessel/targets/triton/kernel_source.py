@@ -443,10 +443,14 @@ class _Writer:
             return f"-{args[0]}"
         if name in ("arith.maximumf", "arith.minimumf"):
             return f"_{name.split('.')[1].removesuffix('f')}({typed[0]}, {typed[1]})"
-        if name in ("arith.maxnumf", "arith.maxsi", "arith.maxui"):
+        if name in ("arith.maxnumf", "arith.maxsi"):
             return f"tl.maximum({typed[0]}, {typed[1]})"
-        if name in ("arith.minnumf", "arith.minsi", "arith.minui"):
+        if name in ("arith.minnumf", "arith.minsi"):
             return f"tl.minimum({typed[0]}, {typed[1]})"
+        if name in ("arith.maxui", "arith.minui"):
+            function = "tl.maximum" if name == "arith.maxui" else "tl.minimum"
+            a, b = (_unsigned(op.operands[i], typed[i]) for i in range(2))
+            return f"{function}({a}, {b}).to({_TRITON_DTYPES[_element(op.results[0])]})"
         if name == "arith.select":
             return f"tl.where({typed[0]}, {typed[1]}, {typed[2]})"
         if name == "arith.cmpf":
@@ -465,7 +469,14 @@ class _Writer:
             raise UnsupportedKernel(name, f"predicate {predicate}")
         if name == "arith.cmpi":
             predicate = _CMPI_PREDICATES[ir.IntegerAttr(op.attributes["predicate"]).value]
-            return f"{args[0]} {_CMPI[predicate]} {args[1]}"
+            a, b = args
+            if predicate.startswith("u"):  # ult, ule, ugt, uge compare the bits unsigned
+                a, b = (_unsigned(op.operands[i], typed[i]) for i in range(2))
+            return f"{a} {_CMPI[predicate]} {b}"
+        if name in ("arith.extui", "arith.uitofp"):
+            # Zero-extend: the signed Triton type of the source would sign-extend.
+            unsigned = _unsigned(op.operands[0], typed[0])
+            return f"{unsigned}.to({_TRITON_DTYPES[_element(op.results[0])]})"
         if name in _CASTS:
             return f"{typed[0]}.to({_TRITON_DTYPES[_element(op.results[0])]})"
         if name == "math.fpowi" or name == "math.powf":
@@ -496,6 +507,17 @@ class _Writer:
         if value == int(value) and 1 <= value <= 4:
             return " * ".join([args[0]] * int(value))
         raise UnsupportedKernel(op.name, f"exponent {value}")
+
+
+def _unsigned(value: ir.Value, expression: str) -> str:
+    """`expression` (an integer of `value`'s signless type) reinterpreted as unsigned;
+    i1 is already 0 or 1."""
+    element = _element(value)
+    if element == "i1":
+        return expression
+    if not element.startswith("i"):
+        raise UnsupportedKernel("arith", f"an unsigned operation on {element}")
+    return f"{expression}.to(tl.uint{element[1:]}, bitcast=True)"
 
 
 def _is_identity(affine_map: ir.AffineMap, window: frozenset[int] = frozenset()) -> bool:
