@@ -212,7 +212,6 @@ class _Writer:
     results: list = field(default_factory=list)         # KernelResult per output buffer
     row_shape: list[int] | None = None                  # the iteration space `r` covers
     channels_last: bool = False                         # flat 4-D spaces in NHWC order
-    pointwise: bool = False
     counter: int = 0
 
     # ----------------------------------------------------------------- names
@@ -619,7 +618,6 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         writer.emit("r = tl.arange(0, BLOCK)")
         grid = (1,)
     else:
-        writer.pointwise = True
         writer.emit("r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
         grid = (math.ceil(size / writer.block),)
     writer.emit(f"mask = r < {size}")
