@@ -64,9 +64,11 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
         target = get_target(resolve_target(options, gm))
         import_module, signature = prepare_graph(rewrite_dynamic_views(gm), target.devices())
         signature.static_inputs = _static_inputs(gm, kind)
-        cache_key = graph_cache.graph_key(gm, options, target.name)
+        # check_accuracy needs the kernel IR of this compile, which the cache lacks.
+        cache_key = (graph_cache.graph_key(gm, options, target.name)
+                     if target.caches_graphs and not options.check_accuracy else None)
         cached = target.load_cached(cache_key, signature, options, stages)
-    if cached is not None and not options.check_accuracy:
+    if cached is not None:
         counters.count("graphs_cached")
         host, kernels = cached
         return _checking_indices(host, signature), kernels, None

@@ -63,23 +63,27 @@ def _entry_path(key: str) -> Path:
     return cache_root() / "graphs" / f"{key}.json"
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a concurrent reader sees all of it or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(text)
+    partial.replace(path)
+
+
 def load(key: str | None) -> dict | None:
-    if key is None or not _entry_path(key).exists():
+    if key is None:
         return None
     try:
         return json.loads(_entry_path(key).read_text())
     except (OSError, ValueError):
-        return None  # a damaged entry is a miss; the compile rewrites it
+        return None  # missing, or damaged: a miss, which the compile rewrites
 
 
 def store(key: str | None, entry: dict) -> None:
     if key is None:
         return
-    path = _entry_path(key)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(entry))
-        partial.replace(path)  # atomic: a concurrent reader never sees half an entry
+        write_atomically(_entry_path(key), json.dumps(entry))
     except OSError:
         pass  # an unwritable cache only costs the next process a compile

@@ -31,7 +31,6 @@ NATIVE_OPS: dict[torch._ops.OpOverload, str] = {
 }
 
 
-
 def native_ops_in(gm: torch.fx.GraphModule) -> dict[str, str]:
     """The native ops that `gm` calls, by name ('aten._transformer_encoder_layer_fwd.default',
     one of partition.target_names), each with the reason it is left native."""

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.form_kernels import KERNEL_OPS
+from tessel.passes.fuse_tiles import pooling_window
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
 
@@ -84,11 +84,8 @@ def _row_points(forall: ir.Operation, numel: int | None) -> int | None:
         ranges = loop_ranges(op)
         if None in ranges:
             return None
-        iterators = [str(t) for t in op.attributes["iterator_types"]]
-        reduced = [d for d, t in enumerate(iterators) if "reduction" in t]
-        windowed = reduced and any(ranges[d] != 1 for d in range(len(ranges)) if d not in reduced)
-        largest = max(largest, math.prod(r for d, r in enumerate(ranges)
-                                         if not (windowed and d in reduced)))
+        window = pooling_window(op) or []
+        largest = max(largest, math.prod(r for d, r in enumerate(ranges) if d not in window))
     return largest
 
 

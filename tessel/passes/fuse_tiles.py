@@ -204,14 +204,26 @@ def _grow(group: FusionGroup, nodes, users, assigned) -> None:
                 changed = True
 
 
+def pooling_window(generic: ir.Operation) -> list[int] | None:
+    """The reduction dims of a linalg.generic that reduces a window per output point
+    (pooling: some other dim is larger than 1), else None (no reduction, or one that
+    reduces whole rows to single values)."""
+    ranges = loop_ranges(generic)
+    reduced = [d for d, t in enumerate(generic.attributes["iterator_types"])
+               if "reduction" in str(t)]
+    if reduced and any(ranges[d] != 1 for d in range(len(ranges)) if d not in reduced):
+        return reduced
+    return None
+
+
 def _is_pooling_window(node: _Node) -> bool:
-    """A reduction over a small static window per output point (pooling): the GPU
-    unrolls the window inside a pointwise kernel rather than tiling it by rows."""
-    ranges = loop_ranges(node.op)
-    window = [ranges[d] for d, p in enumerate(node.parallel) if not p]
-    if not window or None in window or math.prod(window) > MAX_POOLING_WINDOW:
+    """A reduction over a small static window per output point: the GPU unrolls the
+    window inside a pointwise kernel rather than tiling it by rows."""
+    window = pooling_window(node.op)
+    if window is None:
         return False
-    return any(ranges[d] != 1 for d, p in enumerate(node.parallel) if p)
+    sizes = [loop_ranges(node.op)[d] for d in window]
+    return None not in sizes and math.prod(sizes) <= MAX_POOLING_WINDOW
 
 
 def _row_dims(group: FusionGroup, nodes) -> list[int]:

@@ -28,6 +28,8 @@ class Target(ABC):
     name: ClassVar[str]
     # The named pipeline (tessel/passes/pipelines.py) the target runs by default.
     default_pipeline: ClassVar[str]
+    # Whether compiled graphs can be stored on disk (see load_cached).
+    caches_graphs: ClassVar[bool] = False
 
     @staticmethod
     def devices() -> frozenset[str]:

@@ -13,6 +13,7 @@ from tessel.targets.triton.kernel_source import (
     TORCH_DTYPES,
     KernelSource,
     UnsupportedKernel,
+    element_name,
     fill_constant,
     scalar_literal,
 )
@@ -22,10 +23,6 @@ _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 
 def _shape_text(shape: list[int]) -> str:
     return "(" + "".join(f"{size}, " for size in shape).removesuffix(" ") + ")"
-
-
-def _element(value: ir.Value) -> str:
-    return str(value.type.element_type)
 
 
 def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap]) -> str:
@@ -48,16 +45,23 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap]) -> str:
     return f"torch.matmul({operands[0]}, {operands[1]})"
 
 
+def _pad_value(pad: ir.Operation) -> str | None:
+    """The literal a static tensor.pad pads with, or None (dynamic sizes, or a value
+    computed in its body)."""
+    (yielded,) = [o.operation for o in pad.regions[0].blocks[0].operations]
+    source = ir.operation_of(yielded.operands[0].owner)
+    if len(pad.operands) != 1 or source is None or source.name != "arith.constant":
+        return None
+    return scalar_literal(source.attributes["value"])
+
+
 def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
     """(height, width) padding when `pad` pads only the spatial dims of an NCHW image,
     evenly, with zeros, for convolutions alone; else None."""
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    (yielded,) = [o.operation for o in pad.regions[0].blocks[0].operations]
-    source = ir.operation_of(yielded.operands[0].owner)
-    if (len(low) != 4 or low != high or low[:2] != [0, 0] or len(pad.operands) != 1
-            or source is None or source.name != "arith.constant"
-            or scalar_literal(source.attributes["value"]) not in ("0.0", "0")):
+    if len(low) != 4 or low != high or low[:2] != [0, 0] or \
+            _pad_value(pad) not in ("0.0", "0"):
         return None
     for use in pad.results[0].uses:
         user = ir.operation_of(use.owner)
@@ -71,7 +75,6 @@ class _HostWriter:
                  signature: GraphSignature, channels_last: bool):
         self.kernels = kernels
         self.channels_last = channels_last
-        self.signature = signature
         self.names: dict = {}
         self.lines: list[str] = []
         self.counter = 0
@@ -86,8 +89,11 @@ class _HostWriter:
                               and fill_constant(op.results[0])
                               and all(self._inside_a_kernel(use) for use in op.results[0].uses)}
         # Zero padding of a convolution's input goes into the convolution's `padding`.
-        self.folded_pads = {op.results[0]: _conv_padding(op) for op in self.ops
-                            if op.name == "tensor.pad" and _conv_padding(op) is not None}
+        self.folded_pads = {}
+        for op in self.ops:
+            padding = _conv_padding(op) if op.name == "tensor.pad" else None
+            if padding is not None:
+                self.folded_pads[op.results[0]] = padding
 
     @staticmethod
     def _inside_a_kernel(use) -> bool:
@@ -147,7 +153,7 @@ class _HostWriter:
             return  # scalars are literals inside the kernels
         value = scalar_literal(op.attributes["value"])  # splats only; raises otherwise
         self.assign(result, f"torch.full({_shape_text(list(result.type.shape))}, {value}, "
-                            f"dtype={TORCH_DTYPES[_element(result)]}, device=device)")
+                            f"dtype={TORCH_DTYPES[element_name(result)]}, device=device)")
 
     def launch(self, op: ir.Operation) -> None:
         kernel = self.kernels[ir.StringAttr(op.attributes["sym_name"]).value]
@@ -190,8 +196,8 @@ class _HostWriter:
         init = contraction.operands[2]
         if init not in self.skipped_fills:
             product = f"{self.name_of(init)} + {product}"
-        elif fill_constant(init) not in ("0.0", "0"):
-            product = f"{product} + {fill_constant(init)}"
+        elif (constant := fill_constant(init)) not in ("0.0", "0"):
+            product = f"{product} + {constant}"
         self.assign(op.results[0], product)
 
     def convolution(self, conv: ir.Operation) -> str:
@@ -226,14 +232,13 @@ class _HostWriter:
         """tensor.pad with a constant, as torch.nn.functional.pad (last dim first)."""
         low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
         high = list(ir.DenseI64ArrayAttr(op.attributes["static_high"]))
-        (yielded,) = [o.operation for o in op.regions[0].blocks[0].operations]
-        source = ir.operation_of(yielded.operands[0].owner)
-        if len(op.operands) != 1 or source is None or source.name != "arith.constant":
+        value = _pad_value(op)
+        if value is None:
             raise UnsupportedKernel(op.name, "a pad with dynamic sizes or a computed value")
         widths = ", ".join(f"{lo}, {hi}" for lo, hi in zip(reversed(low), reversed(high)))
-        value = scalar_literal(source.attributes["value"])
         self.assign(op.results[0], f"torch.nn.functional.pad({self.name_of(op.operands[0])}, "
                                    f"({widths}), value={value})")
+
 
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
              signature: GraphSignature, graph_name: str, channels_last: bool = False) -> str:
@@ -265,7 +270,6 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
              f"def host({', '.join(arg.name for arg in signature.inputs)}):"]
     lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n"
-
 
 
 class ChannelsLastWeights:

@@ -25,7 +25,8 @@ import math
 from dataclasses import dataclass, field
 
 from tessel import ir
-from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW
+from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
+from tessel.passes.tile_for_threads import loop_ranges
 
 # Result dtypes as torch spells them, for the host program.
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
@@ -99,7 +100,7 @@ class UnsupportedKernel(Exception):
 
 @dataclass
 class KernelResult:
-    """A buffer the kernel writes whole (row-major, contiguous)."""
+    """A buffer the kernel writes whole, through strides the host passes."""
     shape: list[int]
     element: str                    # MLIR element type: f32, bf16, ...
 
@@ -123,7 +124,9 @@ def _static_shape(value: ir.Value, where: str) -> list[int]:
     return list(shaped.shape)
 
 
-def _element(value: ir.Value) -> str:
+def element_name(value: ir.Value) -> str:
+    """The MLIR element type of a tensor or scalar value (f32, bf16, i64, ...), as the
+    dtype tables spell it."""
     value_type = value.type
     element = value_type.element_type if isinstance(value_type, ir.ShapedType) else value_type
     name = str(element)
@@ -160,34 +163,18 @@ def _reduction_dims(generic: ir.Operation) -> set[int]:
             if "reduction" in str(it)}
 
 
-def _windowed(generic: ir.Operation) -> bool:
-    """A reduction that keeps some dims of size > 1 (pooling windows), as opposed to one
-    that reduces a whole row to a value."""
-    reductions = _reduction_dims(generic)
-    domain = _domain(generic)
-    return bool(reductions) and any(size != 1 for d, size in enumerate(domain)
-                                    if d not in reductions)
-
-
 def _row_extent(generic: ir.Operation) -> list[int]:
-    """The dims of size > 1 that `r` spans for this op: the output points of a windowed
-    reduction, the whole iteration space otherwise."""
-    domain = _domain(generic)
-    skipped = _reduction_dims(generic) if _windowed(generic) else set()
-    return [size for d, size in enumerate(domain) if size != 1 and d not in skipped]
+    """The dims of size > 1 that `r` spans for this op: the output points of a pooling
+    window, the whole iteration space otherwise."""
+    skipped = pooling_window(generic) or []
+    return [size for d, size in enumerate(_domain(generic)) if size != 1 and d not in skipped]
 
 
 def _domain(generic: ir.Operation) -> list[int]:
-    """The loop ranges of a linalg.generic, from its operands' static shapes."""
-    maps = _maps(generic)
-    ranges: list[int | None] = [None] * maps[0].n_dims
-    for operand, affine_map in zip(generic.operands, maps):
-        shape = _static_shape(operand, "linalg.generic")
-        for size, expr in zip(shape, affine_map.results):
-            if isinstance(expr, ir.AffineDimExpr):
-                ranges[expr.position] = size
-    if any(size is None for size in ranges):
-        raise UnsupportedKernel("linalg.generic", "a loop range no operand determines")
+    """The static loop ranges of a linalg.generic."""
+    ranges = loop_ranges(generic)
+    if None in ranges:
+        raise UnsupportedKernel("linalg.generic", "dynamic sizes are not supported yet")
     return ranges
 
 
@@ -287,7 +274,7 @@ class _Writer:
             raise UnsupportedKernel("linalg.generic", "a read of an uninitialized tensor")
         filled = fill_constant(tile.base)
         if filled is not None:
-            return filled, f"literal:{_element(tile.base)}"
+            return filled, f"literal:{element_name(tile.base)}"
         exprs = [_index_of(e, indices) for e in affine_map.results]
         pointer = self.input_pointer(tile.base)
         strides = [f"{pointer}_stride{d}" for d in range(len(exprs))]
@@ -303,8 +290,9 @@ class _Writer:
 
     def generic(self, op: ir.Operation) -> None:
         domain = _domain(op)
-        if _windowed(op):
-            self.window_reduction(op, domain)
+        window = pooling_window(op)
+        if window is not None:
+            self.window_reduction(op, domain, window)
             return
         indices, kind = self.local_indices(domain)
         maps = _maps(op)
@@ -321,8 +309,7 @@ class _Writer:
         if reductions:
             if len(op.results) != 1:
                 raise UnsupportedKernel("linalg.generic", "a reduction with several results")
-            if kind != "row" or any(domain[d] != 1 for d in range(len(domain))
-                                    if d not in reductions):
+            if kind != "row":
                 raise UnsupportedKernel("linalg.generic", "a reduction of part of a row")
             out_argument = block.arguments[n_inputs]
             combiner = ir.operation_of(yielded[0].owner)
@@ -337,7 +324,7 @@ class _Writer:
             if any(out_argument == v for body_op in body_ops[:-2] for v in body_op.operands):
                 raise UnsupportedKernel("linalg.generic", "the reduction reads its init twice")
             reduce_call, identity, merge = _COMBINERS[combiner.name]
-            element = _element(op.results[0])
+            element = element_name(op.results[0])
             masked = self.fresh()
             prologue = _as_expression(self.value(others[0], names))
             self.emit(f"{masked} = tl.where(mask, {prologue}, "
@@ -363,14 +350,14 @@ class _Writer:
             if kind == "row" and value_kind == "scalar":
                 widened = self.fresh()
                 self.emit(f"{widened} = tl.full([BLOCK], {expression}, "
-                          f"{_TRITON_DTYPES[_element(result)]})")
+                          f"{_TRITON_DTYPES[element_name(result)]})")
                 expression = widened
             self.registers[result] = (expression, kind)
 
-    def window_reduction(self, op: ir.Operation, domain: list[int]) -> None:
+    def window_reduction(self, op: ir.Operation, domain: list[int],
+                         reductions: list[int]) -> None:
         """A reduction over a small window per output point (pooling): unrolled, one
         step per window position, the body applied as written (any combiner)."""
-        reductions = sorted(_reduction_dims(op))
         window = [range(domain[d]) for d in reductions]
         if math.prod(len(w) for w in window) > MAX_POOLING_WINDOW or len(op.results) != 1:
             raise UnsupportedKernel("linalg.generic", f"a reduction window of "
@@ -410,7 +397,7 @@ class _Writer:
         name = op.name
         if name == "arith.constant":
             names[op.results[0]] = (scalar_literal(op.attributes["value"]),
-                                    f"literal:{_element(op.results[0])}")
+                                    f"literal:{element_name(op.results[0])}")
             return
         if name == "linalg.index":
             raise UnsupportedKernel(name, "index-dependent bodies are not supported yet")
@@ -424,8 +411,8 @@ class _Writer:
         kind = "row" if any(k == "row" for _, k in operands) else "scalar"
         args = [expression for expression, _ in operands]
         if name in _CASTS and operands[0][1].startswith("literal"):
-            names[op.results[0]] = (_cast_literal(args[0], _element(op.results[0])),
-                                    f"literal:{_element(op.results[0])}")
+            names[op.results[0]] = (_cast_literal(args[0], element_name(op.results[0])),
+                                    f"literal:{element_name(op.results[0])}")
             return
         expression = self.expression(op, [_as_expression(o) for o in operands], args)
         variable = self.fresh()
@@ -449,7 +436,7 @@ class _Writer:
         if name in ("arith.maxui", "arith.minui"):
             function = "tl.maximum" if name == "arith.maxui" else "tl.minimum"
             a, b = (_unsigned(op.operands[i], typed[i]) for i in range(2))
-            return f"{function}({a}, {b}).to({_TRITON_DTYPES[_element(op.results[0])]})"
+            return f"{function}({a}, {b}).to({_TRITON_DTYPES[element_name(op.results[0])]})"
         if name == "arith.select":
             return f"tl.where({typed[0]}, {typed[1]}, {typed[2]})"
         if name == "arith.cmpf":
@@ -475,9 +462,9 @@ class _Writer:
         if name in ("arith.extui", "arith.uitofp"):
             # Zero-extend: the signed Triton type of the source would sign-extend.
             unsigned = _unsigned(op.operands[0], typed[0])
-            return f"{unsigned}.to({_TRITON_DTYPES[_element(op.results[0])]})"
+            return f"{unsigned}.to({_TRITON_DTYPES[element_name(op.results[0])]})"
         if name in _CASTS:
-            return f"{typed[0]}.to({_TRITON_DTYPES[_element(op.results[0])]})"
+            return f"{typed[0]}.to({_TRITON_DTYPES[element_name(op.results[0])]})"
         if name == "math.fpowi" or name == "math.powf":
             return self.power(op, typed, args)
         raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
@@ -485,7 +472,7 @@ class _Writer:
     def math_call(self, op: ir.Operation, operand: str) -> str:
         """A math function; on f16/bf16 computed in f32 (Triton's exp, log, ... take
         only f32 and f64) and rounded back, as eager does."""
-        element = _element(op.results[0])
+        element = element_name(op.results[0])
         half = element in ("f16", "bf16")
         x = f"{operand}.to(tl.float32)" if half else operand
         if op.name == "math.tanh":
@@ -511,7 +498,7 @@ class _Writer:
 def _unsigned(value: ir.Value, expression: str) -> str:
     """`expression` (an integer of `value`'s signless type) reinterpreted as unsigned;
     i1 is already 0 or 1."""
-    element = _element(value)
+    element = element_name(value)
     if element == "i1":
         return expression
     if not element.startswith("i"):
@@ -595,7 +582,7 @@ def _capture_constants(kernel: ir.Operation, writer: _Writer) -> None:
             if owner is not None and owner.name == "arith.constant" and \
                     not isinstance(operand.type, ir.ShapedType):
                 writer.literals[operand] = (scalar_literal(owner.attributes["value"]),
-                                            f"literal:{_element(operand)}")
+                                            f"literal:{element_name(operand)}")
         return ir.WalkResult.ADVANCE
     kernel.walk(visit)
 
@@ -606,7 +593,7 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         names = sorted({op.name for op in body[:-1] if op.name != "linalg.generic"})
         raise UnsupportedKernel(names[0] if names else "tkern.kernel",
                                 "only linalg.generic ops outside a row loop are supported")
-    whole = [op for op in generics if _reduction_dims(op) and not _windowed(op)]
+    whole = [op for op in generics if _reduction_dims(op) and pooling_window(op) is None]
     reducing = bool(whole)
     writer.row_shape = _row_extent(whole[0] if reducing else generics[-1])
     size = math.prod(writer.row_shape)
@@ -731,7 +718,7 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
         raise UnsupportedKernel("tkern.yield", "a result not computed in the kernel")
     expression, kind = writer.registers[value]
     shape = _static_shape(init, "tkern.yield")
-    writer.results.append(KernelResult(shape, _element(init)))
+    writer.results.append(KernelResult(shape, element_name(init)))
     pointer = f"out{len(writer.results) - 1}"
     value_shape = _static_shape(value, "tkern.yield")
     indices, _ = writer.local_indices(value_shape)

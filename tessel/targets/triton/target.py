@@ -47,10 +47,7 @@ def _load_kernels(source: str):
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     path = cache_dir() / f"kernels_{digest}.py"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(source)
-        partial.replace(path)  # atomic: concurrent processes never see half a file
+        graph_cache.write_atomically(path, source)
     spec = importlib.util.spec_from_file_location(f"tessel_triton_{digest}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -59,14 +56,13 @@ def _load_kernels(source: str):
 
 def _building_kernels(host: Callable, stages: Stages) -> Callable:
     """`host`, turning a kernel that Triton fails to compile at its first launch into
-    KernelBuildFailed (the graph then runs eagerly), with the kernels' source named."""
-    kernels_file = stages.dump.path / "triton_kernels.py" if stages.dump.path else None
+    KernelBuildFailed (the graph then runs eagerly), with the dump that holds its source."""
+    where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
 
     def launch(*args):
         try:
             return host(*args)
         except CompilationError as error:
-            where = f" (kernels in {kernels_file.parent})" if kernels_file else ""
             raise KernelBuildFailed(f"Triton could not compile a kernel{where}: "
                                     f"{str(error).strip().splitlines()[-1]}") from error
     return launch
@@ -75,6 +71,7 @@ def _building_kernels(host: Callable, stages: Stages) -> Callable:
 class TritonTarget(Target):
     name: ClassVar[str] = "triton"
     default_pipeline: ClassVar[str] = "gpu"
+    caches_graphs: ClassVar[bool] = True
 
     @staticmethod
     def devices() -> frozenset[str]:
