@@ -53,9 +53,7 @@ def expose_kernel_results(module: ir.Module, graph_order: dict[str, int]
     """Append to `main`'s results every static-shaped floating-point kernel result that
     names an FX node (the last such kernel per node); returns those kernels, in the
     order of the new results."""
-    main = next(op for op in module.body.operations
-                if op.operation.name == "func.func"
-                and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
+    main = ir.function_named(module, "main")
     block = main.regions[0].blocks[0]
     return_op = block.operations[len(block.operations) - 1]
     exposed, values = [], []

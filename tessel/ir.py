@@ -7,7 +7,7 @@ Everything else in tessel says `from tessel import ir` and uses `ir.Module`,
 import io
 
 from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
-from torch_mlir.ir import Context, Module, Operation, OpView, WalkResult
+from torch_mlir.ir import Context, Module, Operation, OpView, StringAttr, WalkResult
 from torch_mlir.passmanager import PassManager  # noqa: F401
 from torch_mlir.execution_engine import ExecutionEngine  # noqa: F401
 from torch_mlir.dialects import ext  # noqa: F401  (Python-defined dialects: ir.ext.Dialect)
@@ -63,6 +63,13 @@ def defined_functions(module, kind: str = "func.func") -> list:
     llvm.func) that have a body, as Operations; declarations are left out."""
     return [op.operation for op in module.regions[0].blocks[0].operations
             if op.operation.name == kind and op.operation.regions[0].blocks]
+
+
+def function_named(module: Module, name: str):
+    """The top-level func.func called `name`, as its OpView (`.type`, `.regions`)."""
+    return next(op for op in module.body.operations
+                if op.operation.name == "func.func"
+                and StringAttr(op.operation.attributes["sym_name"]).value == name)
 
 
 def parse_module(text: str | bytes) -> Module:

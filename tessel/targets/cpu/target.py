@@ -19,8 +19,7 @@ ENTRY_POINT = "main"
 
 def entry_point_abi(module: ir.Module) -> host_program.EntryPointAbi:
     """Argument kinds of `main`, read from its linalg-on-tensors signature."""
-    func = next(op for op in module.body.operations
-                if op.operation.name == "func.func" and op.sym_name.value == ENTRY_POINT)
+    func = ir.function_named(module, ENTRY_POINT)
     kinds: list[tuple[str, object]] = []
     for arg_type in func.type.inputs:
         if isinstance(arg_type, ir.RankedTensorType):

@@ -71,7 +71,7 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
 
 
 class _HostWriter:
-    def __init__(self, main: ir.Operation, kernels: dict[str, KernelSource],
+    def __init__(self, main, kernels: dict[str, KernelSource],
                  signature: GraphSignature, channels_last: bool):
         self.kernels = kernels
         self.channels_last = channels_last
@@ -245,8 +245,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     """The host program of one graph: defines host(*graph_inputs) -> tuple of outputs.
     With `channels_last`, 4-D buffers and convolution weights are channels-last (cuDNN's
     tensor-core kernels take NHWC), and outputs are returned contiguous."""
-    main = next(op.operation for op in module.body.operations
-                if op.operation.name == "func.func" and op.sym_name.value == "main")
+    main = ir.function_named(module, "main")
     writer = _HostWriter(main, kernels, signature, channels_last)
     tensors = [arg.name for arg in signature.inputs if isinstance(arg, TensorInput)]
     device = f"{tensors[0]}.device" if tensors else "torch.device('cuda')"
