@@ -24,7 +24,8 @@ NATIVE_OPS: dict[torch._ops.OpOverload, str] = {
     aten._transformer_encoder_layer_fwd.default: (
         "nn.TransformerEncoderLayer's fused inference kernel; on the CPU it ran the "
         "benchmark's layer in 0.88 ms against 1.04 ms for tessel's 23 kernels, and "
-        "compiling those took 1.7 s (benchmarks/results/cpu.md, 2026-11-22)"),
+        "compiling those took 1.7 s (benchmarks.run of 2026-11-22T03:30, 2-core Xeon, "
+        "torch 2.13.0: benchmarks/results/cpu.md as of commit 1a6111c)"),
     aten._scaled_dot_product_cudnn_attention.default: _FUSED_ATTENTION,
     aten._scaled_dot_product_flash_attention.default: _FUSED_ATTENTION,
     aten._scaled_dot_product_efficient_attention.default: _FUSED_ATTENTION,
