@@ -82,3 +82,39 @@ func.func @negative_pooling_window(%x: tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf3
   } -> tensor<2x4x4x4xf32>
   return %pool : tensor<2x4x4x4xf32>
 }
+
+// -----
+
+#window_in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+#window = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#window_out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// Average pooling (a 2x2 window sum, then a divide): the window stays out of its
+// epilogue's group, which would otherwise run one GPU program per output point.
+// CHECK-LABEL: func.func @average_pool
+// CHECK-NOT:     scf.forall
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK-NOT:     scf.forall
+// CHECK:         arith.divf
+func.func @average_pool(%x: tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %four = arith.constant 4.0 : f32
+  %e1 = tensor.empty() : tensor<2x4x4x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %shape = tensor.empty() : tensor<2x2xf32>
+  %sum = linalg.generic {indexing_maps = [#window_in, #window, #window_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %shape : tensor<2x4x8x8xf32>, tensor<2x2xf32>) outs(%init : tensor<2x4x4x4xf32>) {
+  ^bb0(%in: f32, %w: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x4x4xf32>
+  %e2 = tensor.empty() : tensor<2x4x4x4xf32>
+  %mean = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%sum : tensor<2x4x4x4xf32>) outs(%e2 : tensor<2x4x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %d = arith.divf %in, %four : f32
+    linalg.yield %d : f32
+  } -> tensor<2x4x4x4xf32>
+  return %mean : tensor<2x4x4x4xf32>
+}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 from pathlib import Path
 from typing import Callable, ClassVar
 
@@ -30,16 +29,17 @@ from tessel.targets.base import KernelBuildFailed, Target
 from tessel.targets.triton import host_program, kernel_source
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
+from tessel.targets.triton.launcher import (
+    KernelLauncher,
+    compile_in_parallel,
+    interpreting,
+    launch_mode,
+)
 
 
 def cache_dir() -> Path:
     """Where generated kernel modules live: <tessel's cache root>/triton."""
     return graph_cache.cache_root() / "triton"
-
-
-def interpreting() -> bool:
-    """Whether Triton runs kernels in its interpreter (on CPU tensors)."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def _load_kernels(source: str):
@@ -55,12 +55,19 @@ def _load_kernels(source: str):
 
 
 def _building_kernels(host: Callable, stages: Stages) -> Callable:
-    """`host`, turning a kernel that Triton fails to compile at its first launch into
-    KernelBuildFailed (the graph then runs eagerly), with the dump that holds its source."""
+    """`host`, compiling its kernels in parallel before its first call, and turning a
+    kernel that Triton fails to compile into KernelBuildFailed (the graph then runs
+    eagerly), with the dump that holds its source."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
+    compiled = False
 
     def launch(*args):
+        nonlocal compiled
         try:
+            if not compiled:
+                with stages.timed("triton-compile"):
+                    compile_in_parallel(host, args)
+                compiled = True
             return host(*args)
         except CompilationError as error:
             raise KernelBuildFailed(f"Triton could not compile a kernel{where}: "
@@ -117,6 +124,7 @@ class TritonTarget(Target):
         stages.write("host_program.py", lambda: host_source)
         namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
                      "channels_last_weight": host_program.ChannelsLastWeights(),
+                     "KernelLauncher": KernelLauncher, "launch_mode": launch_mode,
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)

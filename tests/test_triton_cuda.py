@@ -1,0 +1,47 @@
+"""The Triton target on a real GPU (skipped without one): run with TRITON_INTERPRET=0,
+e.g. `TRITON_INTERPRET=0 python -m pytest tests/test_triton_cuda.py`."""
+
+import pytest
+import torch
+
+import tessel
+from conftest import assert_compiled
+from tessel.targets.triton import target
+from tessel.targets.triton.launcher import KernelLauncher, interpreting
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or interpreting(),
+                                reason="needs a CUDA device and TRITON_INTERPRET=0")
+
+
+def test_launches_after_the_first_skip_the_jit_and_respecialize_for_unaligned_inputs(
+        tmp_path, monkeypatch):
+    launchers = []
+
+    class RecordedLauncher(KernelLauncher):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            launchers.append(self)
+    monkeypatch.setattr(target, "KernelLauncher", RecordedLauncher)
+
+    def fn(a, b):
+        return torch.sigmoid(a) * b + a
+    compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})
+    storage = torch.randn(2 * 4096 + 1, device="cuda")
+    aligned, unaligned = storage[:8192].view(64, 128), storage[1:8193].view(64, 128)
+    b = torch.randn(64, 128, device="cuda")
+    for a in (aligned, aligned, unaligned, aligned):
+        torch.testing.assert_close(compiled(a, b), fn(a, b))
+    assert_compiled()
+    assert launchers and all(launcher.compiled is not None for launcher in launchers)
+    assert "launch_mode(device, arg0_1, arg1_1)" in next(tmp_path.rglob("*host_program.py")).read_text()
+
+
+def test_reduce_overhead_replays_a_cuda_graph_that_sees_new_inputs():
+    def fn(x, w):
+        return torch.softmax(x @ w, dim=-1) * 2
+    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    w = torch.randn(64, 64, device="cuda")
+    for _ in range(3):
+        x = torch.randn(32, 64, device="cuda")
+        torch.testing.assert_close(compiled(x, w), fn(x, w), atol=1e-3, rtol=1e-3)
+    assert tessel.stats()["graphs_compiled"] == 1
