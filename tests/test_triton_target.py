@@ -123,6 +123,35 @@ def test_convolutions_are_cudnn_calls_and_pooling_unrolled_windows(tmp_path):
     assert " * 2) + " in kernels  # a stride-2 pooling window, unrolled
 
 
+class _DenseBlock(torch.nn.Module):
+    """densenet's dense block: every layer reads the concatenation of all features so far."""
+
+    def __init__(self, channels=8, growth=4, layers=3):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Sequential(torch.nn.BatchNorm2d(channels + i * growth), torch.nn.ReLU(),
+                                torch.nn.Conv2d(channels + i * growth, growth, 3, padding=1,
+                                                bias=False))
+            for i in range(layers))
+
+    def forward(self, x):
+        features = [x]
+        for layer in self.layers:
+            features.append(layer(torch.cat(features, 1)))
+        return torch.cat(features, 1).sum(dim=(2, 3))
+
+
+def test_growing_concatenations_copy_each_piece_once_into_one_buffer(tmp_path):
+    model, x = _DenseBlock().eval(), torch.randn(2, 8, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.cat(" not in host
+    # x and the three layers' features, each copied once into the 20-channel buffer
+    assert host.count(".copy_(") == 4 and "torch.empty_strided((2, 20, 8, 8,)" in host
+
+
 def test_batch_of_one_pools_the_right_points():
     """torch-mlir drops a batch of one, so the pooling (5 loop dims) and the kernel's
     result (3 dims) have different ranks: both must walk the rows in the same order."""

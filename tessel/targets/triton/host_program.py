@@ -36,6 +36,30 @@ def _strides(shape: list[int], channels_last: bool) -> list[int]:
     return strides
 
 
+def _concat_chains(ops: list[ir.Operation]) -> dict[ir.Value, list[ir.Operation]]:
+    """Concats that each extend the one before (its pieces, then more, along the same
+    dim), as densenet concatenates all earlier features at every layer: each concat's
+    result mapped to its chain, for chains of two or more. The host program gives a
+    chain one buffer, of the last concat's shape, and copies each piece into it once:
+    every concat is then a view of that buffer, instead of a copy of all its pieces."""
+    chains: list[list[ir.Operation]] = []
+    for op in ops:
+        if op.name != "tensor.concat":
+            continue
+        dim = ir.IntegerAttr(op.attributes["dim"]).value
+        pieces = list(op.operands)
+        for chain in chains:
+            last = chain[-1]
+            before = list(last.operands)
+            if ir.IntegerAttr(last.attributes["dim"]).value == dim \
+                    and len(pieces) > len(before) and pieces[:len(before)] == before:
+                chain.append(op)
+                break
+        else:
+            chains.append([op])
+    return {op.results[0]: chain for chain in chains if len(chain) > 1 for op in chain}
+
+
 def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap]) -> str:
     """`A B` of a contraction `C += A B`, read off its indexing maps: torch.matmul on
     (transposed) views where the maps are a matmul's, batched or broadcast (cuBLAS gets
@@ -111,6 +135,8 @@ class _HostWriter:
             padding = _conv_padding(op) if op.name == "tensor.pad" else None
             if padding is not None:
                 self.folded_pads[op.results[0]] = padding
+        self.concat_chains = _concat_chains(self.ops)
+        self.chain_buffers: dict[ir.Value, str] = {}
 
     @staticmethod
     def _inside_a_kernel(use) -> bool:
@@ -145,9 +171,7 @@ class _HostWriter:
             elif op.name == "tensor.extract_slice":
                 self.view(op.results[0], op.operands[0], self.slice(op))
             elif op.name == "tensor.concat":
-                dim = ir.IntegerAttr(op.attributes["dim"]).value
-                parts = ", ".join(self.name_of(v) for v in op.operands)
-                self.assign(op.results[0], f"torch.cat([{parts}], dim={dim})")
+                self.concat(op)
             elif op.name == "tensor.cast":
                 self.names[op.results[0]] = self.name_of(op.operands[0])
             elif op.name == "arith.constant":
@@ -244,6 +268,40 @@ class _HostWriter:
         return (f"torch.nn.functional.conv2d({self.name_of(image)}, {weight_name}, "
                 f"stride={tuple(strides)}, padding={tuple(padding or (0, 0))}, "
                 f"dilation={tuple(dilations)})")
+
+    def concat(self, op: ir.Operation) -> None:
+        """torch.cat, or, for a concat in a chain (_concat_chains), a view of the chain's
+        buffer after copying in the pieces that the concat before it lacked."""
+        dim = ir.IntegerAttr(op.attributes["dim"]).value
+        result = op.results[0]
+        chain = self.concat_chains.get(result)
+        if chain is None:
+            parts = ", ".join(self.name_of(v) for v in op.operands)
+            self.assign(result, f"torch.cat([{parts}], dim={dim})")
+            return
+        results = [c.results[0] for c in chain]
+        position = results.index(result)
+        if position == 0:
+            shape = list(results[-1].type.shape)
+            strides = _strides(shape, self.channels_last and len(shape) == 4)
+            buffer = self.fresh()
+            self.lines.append(f"{buffer} = torch.empty_strided({_shape_text(shape)}, "
+                              f"{_shape_text(strides)}, "
+                              f"dtype={TORCH_DTYPES[element_name(result)]}, device=device)")
+            self.chain_buffers[results[0]] = buffer
+        buffer = self.chain_buffers[results[0]]
+        pieces = list(op.operands)
+        copied = len(chain[position - 1].operands) if position else 0
+        offset = sum(piece.type.shape[dim] for piece in pieces[:copied])
+        for piece in pieces[copied:]:
+            size = piece.type.shape[dim]
+            self.lines.append(f"{buffer}.narrow({dim}, {offset}, {size})"
+                              f".copy_({self.name_of(piece)})")
+            offset += size
+        if position == len(chain) - 1:
+            self.names[result] = buffer
+        else:
+            self.assign(result, f"{buffer}.narrow({dim}, 0, {offset})")
 
     def slice(self, op: ir.Operation) -> str:
         """A static tensor.extract_slice as a torch view (`x[a:b:s, ...]`), with the

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import torch
 import triton
@@ -51,36 +50,44 @@ def launch_mode(device: torch.device, *tensors: torch.Tensor) -> tuple[bool, int
     return aligned and not hooked, stream
 
 
-# While `_recording_launches` runs: the launches a host program makes, recorded instead
+# While `recorded_launches` runs: the launches a host program makes, recorded instead
 # of run.
 _recorded: list | None = None
 
 
-@contextmanager
-def _recording_launches():
+def recorded_launches(host, args: tuple) -> list[tuple[KernelLauncher, tuple]]:
+    """The kernel launches of `host(*args)`, with their arguments (which set the
+    kernels' specializations), from a dry run that launches nothing: the library calls
+    in it run on uninitialized buffers, whose values nothing reads."""
     global _recorded
     _recorded = []
     try:
-        yield _recorded
+        host(*args)
+        return _recorded
     finally:
         _recorded = None
 
 
-def compile_in_parallel(host, args: tuple) -> None:
-    """Compile every kernel that `host(*args)` launches, on a thread per core, before
-    the first call runs: Triton releases the GIL in its MLIR, LLVM and ptxas stages
-    (18 kernels for sm_90 took 2.9 s one by one and 1.4 s on two threads, on this
-    project's 2-core CI machine). A dry run of the host program finds the launches
-    and their arguments, which set the kernels' specializations; the library calls in
-    it run on uninitialized buffers, whose values nothing reads."""
-    if AsyncCompileMode is None or interpreting():
+def compile_in_parallel(launches: list[tuple[KernelLauncher, tuple]]) -> None:
+    """Compile and load the kernels of `launches` on a thread per core: Triton releases
+    the GIL in its MLIR, LLVM and ptxas stages (18 kernels for sm_90 took 2.9 s one by
+    one and 1.4 s on two threads, on this project's 2-core CI machine)."""
+    if AsyncCompileMode is None or not launches:
         return
-    with _recording_launches() as launches:
-        host(*args)
-    with ThreadPoolExecutor(os.cpu_count() or 1) as threads, AsyncCompileMode(threads):
-        for launcher, launch_args in launches:
-            launcher.kernel.warmup(*launch_args, grid=launcher.grid, BLOCK=launcher.block,
-                                   num_warps=launcher.num_warps)
+    device = torch.cuda.current_device()
+    with ThreadPoolExecutor(os.cpu_count() or 1) as threads:
+        with AsyncCompileMode(threads):
+            kernels = [launcher.kernel.warmup(*args, grid=launcher.grid, BLOCK=launcher.block,
+                                              num_warps=launcher.num_warps)
+                       for launcher, args in launches]
+        # Loading a kernel builds its launcher, a C extension that older Tritons compile
+        # for each signature: in parallel too.
+        list(threads.map(lambda kernel: _load(kernel, device), kernels))
+
+
+def _load(kernel, device: int) -> None:
+    with torch.cuda.device(device):
+        kernel.run  # noqa: B018 -- the property loads the binary and builds the launcher
 
 
 class KernelLauncher:

@@ -34,6 +34,7 @@ from tessel.targets.triton.launcher import (
     compile_in_parallel,
     interpreting,
     launch_mode,
+    recorded_launches,
 )
 
 
@@ -64,9 +65,11 @@ def _building_kernels(host: Callable, stages: Stages) -> Callable:
     def launch(*args):
         nonlocal compiled
         try:
-            if not compiled:
+            if not compiled and not interpreting():
+                with stages.timed("triton-dry-run"):
+                    launches = recorded_launches(host, args)
                 with stages.timed("triton-compile"):
-                    compile_in_parallel(host, args)
+                    compile_in_parallel(launches)
                 compiled = True
             return host(*args)
         except CompilationError as error:
