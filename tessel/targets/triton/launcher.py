@@ -77,11 +77,12 @@ def compile_in_parallel(launches: list[tuple[KernelLauncher, tuple]]) -> None:
     device = torch.cuda.current_device()
     with ThreadPoolExecutor(os.cpu_count() or 1) as threads:
         with AsyncCompileMode(threads):
-            kernels = [launcher.kernel.warmup(*args, grid=launcher.grid, BLOCK=launcher.block,
-                                              num_warps=launcher.num_warps)
-                       for launcher, args in launches]
-        # Loading a kernel builds its launcher, a C extension that older Tritons compile
-        # for each signature: in parallel too.
+            for launcher, args in launches:
+                launcher.warm_up(args)
+        # Compiled now: a warm-up finds each kernel in the JIT's cache. Loading a kernel
+        # builds its launcher, a C extension that older Tritons compile for each
+        # signature: in parallel too.
+        kernels = [launcher.warm_up(args) for launcher, args in launches]
         list(threads.map(lambda kernel: _load(kernel, device), kernels))
 
 
@@ -103,6 +104,11 @@ class KernelLauncher:
         self.block = block
         self.num_warps = num_warps
         self.compiled = None
+
+    def warm_up(self, args: tuple):
+        """Compile the kernel for `args` without launching it (the JIT's warm-up)."""
+        return self.kernel.warmup(*args, grid=self.grid, BLOCK=self.block,
+                                  num_warps=self.num_warps)
 
     def __call__(self, direct: bool, stream: int | None, *args) -> None:
         if _recorded is not None:
