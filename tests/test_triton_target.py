@@ -34,6 +34,15 @@ def generated_files(dump_dir):
     return kernels, host
 
 
+def checked_against_eager(model, x, dump_dir):
+    """The compiled model's output on `x` matches eager's, with no fallback; returns the
+    generated kernels and host program."""
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model, dump_dir)(x), model(x))
+    assert_compiled()
+    return generated_files(dump_dir)
+
+
 def test_pointwise_chain_with_broadcast_and_strided_input(tmp_path):
     def fn(a, b):
         return torch.sigmoid(a) * torch.tanh(b) + a * 0.5 - b.abs()
@@ -112,11 +121,8 @@ class _DenseBlockNet(torch.nn.Module):
 
 
 def test_convolutions_are_cudnn_calls_and_pooling_unrolled_windows(tmp_path):
-    model, x = _DenseBlockNet().eval(), torch.randn(2, 3, 32, 32)
-    with torch.no_grad():
-        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x))
-    assert_compiled()
-    kernels, host = generated_files(tmp_path / "dump")
+    kernels, host = checked_against_eager(_DenseBlockNet().eval(), torch.randn(2, 3, 32, 32),
+                                          tmp_path / "dump")
     assert host.count("torch.convolution(") == 3 and "(2, 2), (1, 1), (1, 1), False" in host
     assert "torch.cat([" in host
     assert "value=float('-inf')" in host  # max pooling's padding; the convs' is folded
@@ -142,11 +148,8 @@ class _DenseBlock(torch.nn.Module):
 
 
 def test_growing_concatenations_copy_each_piece_once_into_one_buffer(tmp_path):
-    model, x = _DenseBlock().eval(), torch.randn(2, 8, 8, 8)
-    with torch.no_grad():
-        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x))
-    assert_compiled()
-    _, host = generated_files(tmp_path / "dump")
+    _, host = checked_against_eager(_DenseBlock().eval(), torch.randn(2, 8, 8, 8),
+                                    tmp_path / "dump")
     assert "torch.cat(" not in host
     # x and the three layers' features, each copied once into the 20-channel buffer
     assert host.count(".copy_(") == 4 and "torch.empty_strided((2, 20, 8, 8,)" in host
