@@ -196,6 +196,20 @@ def test_half_precision_pointwise_and_softmax(dtype):
     assert_compiled()
 
 
+def test_half_precision_linear_multiplies_the_half_operands(tmp_path):
+    """PyTorch widens a half linear's operands to f32 before the matmul; cuBLAS must
+    get the half tensors themselves (narrow-matmul-operands), not f32 copies."""
+    def fn(x, w, b):
+        return F.linear(x, w, b).relu()
+    x, w, b = (torch.randn(*shape, dtype=torch.float16) for shape in ((2, 16, 64), (32, 64), (32,)))
+    actual = compile_triton(fn, tmp_path / "dump")(x, w, b)
+    torch.testing.assert_close(actual, fn(x, w, b), rtol=2e-2, atol=2e-2)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    # x (reshaped) and the weight as given, read transposed; the product widened after
+    assert "arg1_1.transpose(-2, -1)).to(torch.float32)" in host
+
+
 def test_kernel_without_a_triton_form_runs_eagerly_with_a_warning():
     def fn(x):
         return torch.cumsum(x, 0) * 2  # a scan: no Triton form in tessel yet

@@ -31,6 +31,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.internalize_functions",
     "tessel.passes.launch_with_openmp",
     "tessel.passes.library_calls",
+    "tessel.passes.narrow_matmul_operands",
     "tessel.passes.outline_contractions",
     "tessel.passes.outline_parallel_loops",
     "tessel.passes.pad_contractions",

@@ -246,6 +246,11 @@ class _HostWriter:
                     for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
             a, b = (self.name_of(v) for v in contraction.operands[:2])
             product = _aten_contraction(a, b, maps)
+            accumulator = element_name(contraction.results[0])
+            if element_name(contraction.operands[0]) != accumulator:
+                # bf16/f16 operands (narrow-matmul-operands): cuBLAS accumulates in
+                # f32 and rounds to the operands' type, which is widened back here.
+                product = f"{product}.to({TORCH_DTYPES[accumulator]})"
         else:
             raise UnsupportedKernel(contraction.name, "a library call tessel has no routine for")
         init = contraction.operands[2]
