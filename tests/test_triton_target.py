@@ -197,17 +197,28 @@ def test_half_precision_pointwise_and_softmax(dtype):
 
 
 def test_half_precision_linear_multiplies_the_half_operands(tmp_path):
-    """PyTorch widens a half linear's operands to f32 before the matmul; cuBLAS must
-    get the half tensors themselves (narrow-matmul-operands), not f32 copies."""
+    """PyTorch's addmm decomposition widens a half linear's operands to f32 before the
+    matmul; cuBLAS must get the half tensors themselves (narrow-matmul-operands), not
+    f32 copies, and return f32 as the decomposition computes it."""
     def fn(x, w, b):
         return F.linear(x, w, b).relu()
-    x, w, b = (torch.randn(*shape, dtype=torch.float16) for shape in ((2, 16, 64), (32, 64), (32,)))
-    actual = compile_triton(fn, tmp_path / "dump")(x, w, b)
-    torch.testing.assert_close(actual, fn(x, w, b), rtol=2e-2, atol=2e-2)
+    x, w, b = (torch.randn(*shape, dtype=torch.float16) for shape in ((32, 64), (32, 64), (32,)))
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w, b), fn(x, w, b))
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
-    # x (reshaped) and the weight as given, read transposed; the product widened after
-    assert "arg1_1.transpose(-2, -1)).to(torch.float32)" in host
+    assert "matmul_in_f32(arg0_1, arg1_1.transpose(-2, -1))" in host
+
+
+def test_half_matmul_rounded_by_its_reader_stays_half(tmp_path):
+    """x @ w in f16 accumulates in f32 and rounds at once, as cuBLAS's half gemm does:
+    the host keeps cuBLAS's half result and the epilogue kernel widens it on load."""
+    def fn(x, w, b):
+        return torch.relu(x @ w + b)
+    x, w, b = (torch.randn(*shape, dtype=torch.float16) for shape in ((32, 64), (64, 32), (32,)))
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w, b), fn(x, w, b))
+    assert_compiled()
+    kernels, host = generated_files(tmp_path / "dump")
+    assert "torch.matmul(arg0_1, arg1_1)" in host and ".to(tl.float32)" in kernels
 
 
 def test_kernel_without_a_triton_form_runs_eagerly_with_a_warning():

@@ -25,6 +25,71 @@ def _shape_text(shape: list[int]) -> str:
     return "(" + "".join(f"{size}, " for size in shape).removesuffix(" ") + ")"
 
 
+def narrowed_values(module: ir.Module) -> frozenset[ir.Value]:
+    """Values of `main` that the host program keeps in a narrower float type than their
+    IR type: the f32 results of gemms on half operands, and views of them, where every
+    reader is a Triton kernel that first rounds the value to the operands' type. cuBLAS's
+    half gemm accumulates in f32 and rounds the same way, so its half result is exact;
+    the kernels widen it on load (kernel_source). Other such gemms get an f32 result
+    (`matmul_in_f32`)."""
+    narrowed = set()
+    for op in ir.ops_where(ir.function_named(module, "main"),
+                           lambda op: op.name == "tkern.library_call"):
+        contraction = op.regions[0].blocks[0].operations[0].operation
+        if contraction.name == "linalg.conv_2d_nchw_fchw" or \
+                element_name(contraction.operands[0]) == element_name(op.results[0]):
+            continue
+        half = ir.RankedTensorType(contraction.operands[0].type).element_type
+        closure, frontier, rounded_on_read = [], [op.results[0]], True
+        while frontier and rounded_on_read:
+            value = frontier.pop()
+            closure.append(value)
+            for use in value.uses:
+                if _main_level_user(use).name in _VIEWS + ("tensor.cast",):
+                    frontier.append(_main_level_user(use).results[0])
+                elif not _rounds_on_read(use, half):
+                    rounded_on_read = False
+        if rounded_on_read:
+            narrowed.update(closure)
+    return frozenset(narrowed)
+
+
+def _rounds_on_read(use, half: ir.Type) -> bool:
+    """Whether `use` is an input of a linalg.generic inside a kernel whose body only
+    truncates that input to `half`."""
+    generic = ir.operation_of(use.owner)
+    if generic is None or generic.name != "linalg.generic" or \
+            _main_level_user(use).name != "tkern.kernel":
+        return False
+    inputs = len(generic.operands) - len(generic.results)
+    if use.operand_number >= inputs:
+        return False
+    argument = generic.regions[0].blocks[0].arguments[use.operand_number]
+    readers = [ir.operation_of(u.owner) for u in argument.uses]
+    return bool(readers) and all(r.name == "arith.truncf" and r.results[0].type == half
+                                 for r in readers)
+
+
+def _main_level_user(use) -> ir.Operation:
+    """The op of `main`'s body that contains the user of `use` (kernels read main's
+    values from inside their regions)."""
+    user = ir.operation_of(use.owner)
+    while user.parent is not None and user.parent.name != "func.func":
+        user = user.parent
+    return user
+
+
+def matmul_in_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """`matmul_in_f32(a, b)` in host programs: a @ b of half tensors, accumulated and
+    returned in f32, as linalg.matmul computes it on half operands with an f32
+    accumulator: cuBLAS's mixed-precision gemm on CUDA, the widened product elsewhere."""
+    if a.is_cuda and a.dim() == b.dim() == 2:
+        return torch.mm(a, b, out_dtype=torch.float32)
+    if a.is_cuda and a.dim() == b.dim() == 3 and a.shape[0] == b.shape[0]:
+        return torch.bmm(a, b, out_dtype=torch.float32)
+    return torch.matmul(a.float(), b.float())
+
+
 def _strides(shape: list[int], channels_last: bool) -> list[int]:
     """Contiguous strides of `shape`, or channels-last (NHWC order) ones for an NCHW shape."""
     order = [0, 2, 3, 1] if channels_last else list(range(len(shape)))
@@ -60,7 +125,8 @@ def _concat_chains(ops: list[ir.Operation]) -> dict[ir.Value, list[ir.Operation]
     return {op.results[0]: chain for chain in chains if len(chain) > 1 for op in chain}
 
 
-def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap]) -> str:
+def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
+                      matmul: str = "torch.matmul") -> str:
     """`A B` of a contraction `C += A B`, read off its indexing maps: torch.matmul on
     (transposed) views where the maps are a matmul's, batched or broadcast (cuBLAS gets
     the transposes as flags); torch.einsum for any other contraction. Measured on an
@@ -74,10 +140,11 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap]) -> str:
     for name, term, pair in ((a, terms[0], {m, k}), (b, terms[1], {k, n})):
         leading, last_two = term[:-2], term[-2:]
         if len(term) < 2 or set(last_two) != pair or not batch.endswith(leading):
-            return f"torch.einsum('{terms[0]},{terms[1]}->{output}', {a}, {b})"
+            widen = "" if matmul == "torch.matmul" else ".float()"
+            return f"torch.einsum('{terms[0]},{terms[1]}->{output}', {a}{widen}, {b}{widen})"
         in_order = last_two == (m + k if name == a else k + n)
         operands.append(name if in_order else f"{name}.transpose(-2, -1)")
-    return f"torch.matmul({operands[0]}, {operands[1]})"
+    return f"{matmul}({operands[0]}, {operands[1]})"
 
 
 def _pad_value(pad: ir.Operation) -> str | None:
@@ -107,9 +174,10 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
 
 class _HostWriter:
     def __init__(self, main, kernels: dict[str, KernelSource],
-                 signature: GraphSignature, channels_last: bool):
+                 signature: GraphSignature, channels_last: bool, narrowed: frozenset):
         self.kernels = kernels
         self.channels_last = channels_last
+        self.narrowed = narrowed
         self.names: dict = {}
         # The graph input each view reads (launch_mode checks the alignment of those
         # that kernels read), and the inputs kernels read.
@@ -245,12 +313,9 @@ class _HostWriter:
             maps = [ir.AffineMapAttr(m).value
                     for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
             a, b = (self.name_of(v) for v in contraction.operands[:2])
-            product = _aten_contraction(a, b, maps)
-            accumulator = element_name(contraction.results[0])
-            if element_name(contraction.operands[0]) != accumulator:
-                # bf16/f16 operands (narrow-matmul-operands): cuBLAS accumulates in
-                # f32 and rounds to the operands' type, which is widened back here.
-                product = f"{product}.to({TORCH_DTYPES[accumulator]})"
+            mixed = element_name(contraction.operands[0]) != element_name(contraction.results[0])
+            in_f32 = mixed and op.results[0] not in self.narrowed
+            product = _aten_contraction(a, b, maps, "matmul_in_f32" if in_f32 else "torch.matmul")
         else:
             raise UnsupportedKernel(contraction.name, "a library call tessel has no routine for")
         init = contraction.operands[2]
@@ -337,12 +402,13 @@ class _HostWriter:
 
 
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
-             signature: GraphSignature, graph_name: str, channels_last: bool = False) -> str:
+             signature: GraphSignature, graph_name: str, channels_last: bool = False,
+             narrowed: frozenset = frozenset()) -> str:
     """The host program of one graph: defines host(*graph_inputs) -> tuple of outputs.
     With `channels_last`, 4-D buffers and convolution weights are channels-last (cuDNN's
     tensor-core kernels take NHWC), and outputs are returned contiguous."""
     main = ir.function_named(module, "main")
-    writer = _HostWriter(main, kernels, signature, channels_last)
+    writer = _HostWriter(main, kernels, signature, channels_last, narrowed)
     tensors = [arg.name for arg in signature.inputs if isinstance(arg, TensorInput)]
     device = f"{tensors[0]}.device" if tensors else "torch.device('cuda')"
     body = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]

@@ -199,6 +199,7 @@ class _Writer:
     results: list = field(default_factory=list)         # KernelResult per output buffer
     row_shape: list[int] | None = None                  # the iteration space `r` covers
     channels_last: bool = False                         # flat 4-D spaces in NHWC order
+    narrowed: frozenset = frozenset()                   # inputs held narrower than typed
     counter: int = 0
 
     # ----------------------------------------------------------------- names
@@ -281,6 +282,8 @@ class _Writer:
         address = self.address(strides, tile.offsets, exprs)
         kind = "row" if any(e != "0" for e in exprs) else "scalar"
         load = f"tl.load({pointer} + {address}" + (", mask=mask)" if kind == "row" else ")")
+        if tile.base in self.narrowed:
+            load += f".to({_TRITON_DTYPES[element_name(tile.base)]})"
         if load not in self.loads:  # one load per address, however many generics read it
             self.loads[load] = self.fresh()
             self.emit(f"{self.loads[load]} = {load}")
@@ -550,17 +553,20 @@ def _cast_literal(literal: str, element: str) -> str:
 
 # --------------------------------------------------------------------------- kernels
 
-def generate(kernel: ir.Operation, channels_last: bool = False) -> KernelSource:
+def generate(kernel: ir.Operation, channels_last: bool = False,
+             narrowed: frozenset = frozenset()) -> KernelSource:
     """The Triton source of `kernel` (a tkern.kernel with a `tessel.gpu` decision).
     With `channels_last`, pointwise kernels walk 4-D tensors in NHWC order (the host
-    keeps a convolution network's activations channels-last)."""
+    keeps a convolution network's activations channels-last). Inputs in `narrowed`
+    are held in a narrower float type than their IR type (host_program.narrowed_values)
+    and are widened as they are loaded."""
     decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
     kind = ir.StringAttr(decision["kind"]).value
     if kind == "row_looped":
         raise UnsupportedKernel("tkern.kernel", f"{name}: rows longer than one block "
                                 "(looped reductions) are not supported yet")
-    writer = _Writer(name, ir.DenseI64ArrayAttr(decision["block"])[0])
+    writer = _Writer(name, ir.DenseI64ArrayAttr(decision["block"])[0], narrowed=narrowed)
     num_warps = ir.IntegerAttr(decision["num_warps"]).value
     body = [op.operation for op in kernel.regions[0].blocks[0].operations]
     forall = next((op for op in body if op.name == "scf.forall"), None)

@@ -104,14 +104,16 @@ class TritonTarget(Target):
             # A network with convolutions keeps its activations channels-last.
             channels_last = any(ir.StringAttr(k.attributes["callee"]).value == "conv2d"
                                 for k in kernels if k.name == "tkern.library_call")
+            narrowed = host_program.narrowed_values(module)
             try:
                 sources = {}
                 for kernel in kernels:
                     if kernel.name == "tkern.kernel":
-                        generated = kernel_source.generate(kernel, channels_last)
+                        generated = kernel_source.generate(kernel, channels_last, narrowed)
                         sources[generated.name] = generated
                 host_source = host_program.generate(module, sources, signature,
-                                                    stages.dump.graph_name, channels_last)
+                                                    stages.dump.graph_name, channels_last,
+                                                    narrowed)
             except UnsupportedKernel as error:
                 raise CompileFailure("triton-codegen", str(error)) from error
             module_source = "\n\n".join([kernel_source.PRELUDE]
@@ -128,6 +130,7 @@ class TritonTarget(Target):
         namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
                      "channels_last_weight": host_program.ChannelsLastWeights(),
                      "KernelLauncher": KernelLauncher, "launch_mode": launch_mode,
+                     "matmul_in_f32": host_program.matmul_in_f32,
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
