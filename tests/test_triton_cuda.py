@@ -45,3 +45,15 @@ def test_reduce_overhead_replays_a_cuda_graph_that_sees_new_inputs():
         x = torch.randn(32, 64, device="cuda")
         torch.testing.assert_close(compiled(x, w), fn(x, w), atol=1e-3, rtol=1e-3)
     assert tessel.stats()["graphs_compiled"] == 1
+
+
+def test_bf16_linear_multiplies_bf16_operands_into_f32():
+    """GPT-2's projections: PyTorch's addmm decomposition widens to f32; the gemm runs
+    on the bf16 tensors with an f32 result (torch.mm's out_dtype)."""
+    def fn(x, w, b):
+        return torch.nn.functional.linear(x, w, b).relu()
+    x, w, b = (torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+               for shape in ((256, 128), (64, 128), (64,)))
+    compiled = torch.compile(fn, backend="mlir")
+    torch.testing.assert_close(compiled(x, w, b), fn(x, w, b))
+    assert_compiled()
