@@ -11,6 +11,16 @@ import torch._dynamo  # noqa: E402
 import tessel  # noqa: E402
 
 
+# The model tests run on this device: "cpu" (the CPU target) by default; a GPU run sets
+# TESSEL_TEST_DEVICE=cuda (with TRITON_INTERPRET=0) to run them on the Triton target.
+TEST_DEVICE = torch.device(os.environ.get("TESSEL_TEST_DEVICE", "cpu"))
+
+
+@pytest.fixture
+def device() -> torch.device:
+    return TEST_DEVICE
+
+
 @pytest.fixture(autouse=True)
 def fresh_compiler():
     """Every test starts with empty Dynamo caches and zeroed tessel counters."""

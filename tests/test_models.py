@@ -28,11 +28,16 @@ def transformer_encoder_layer():
     return layer, (torch.randn(2, 10, 32),)
 
 
+def on(device, model, inputs):
+    """`model` and `inputs` moved to `device`."""
+    return model.to(device), tuple(t.to(device) for t in inputs)
+
+
 @pytest.mark.parametrize("build, training", [
     (mlp, False), (mlp, True), (cnn_with_batch_norm, False), (cnn_with_batch_norm, True),
     (transformer_encoder_layer, True)])
-def test_model_inference(build, training):
-    model, inputs = build()
+def test_model_inference(build, training, device):
+    model, inputs = on(device, *build())
     model.train(training)
     compiled = torch.compile(model, backend="mlir")
     with torch.no_grad():
@@ -42,10 +47,10 @@ def test_model_inference(build, training):
     assert_compiled()
 
 
-def test_transformer_layer_fast_path_stays_native():
+def test_transformer_layer_fast_path_stays_native(device):
     """In eval mode without grad, the layer is one call to PyTorch's fused kernel, which
     tessel leaves native on purpose (native_ops.py): no fallback, no warning, reported."""
-    model, inputs = transformer_encoder_layer()
+    model, inputs = on(device, *transformer_encoder_layer())
     compiled = torch.compile(model.eval(), backend="mlir")
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -58,9 +63,9 @@ def test_transformer_layer_fast_path_stays_native():
 
 
 @pytest.mark.parametrize("build", [mlp, cnn_with_batch_norm, transformer_encoder_layer])
-def test_model_gradients(build):
-    model, inputs = build()
-    reference, _ = build()
+def test_model_gradients(build, device):
+    model, inputs = on(device, *build())
+    reference = build()[0].to(device)
     reference.load_state_dict(model.state_dict())
     compiled = torch.compile(model, backend="mlir")
     compiled(*inputs).square().mean().backward()

@@ -10,7 +10,7 @@ import torch
 
 import tessel
 from conftest import assert_compiled
-from test_models import cnn_with_batch_norm, mlp, transformer_encoder_layer
+from test_models import cnn_with_batch_norm, mlp, on, transformer_encoder_layer
 
 STEPS = 20
 
@@ -29,8 +29,8 @@ def make_train_step(model):
 
 
 @pytest.mark.parametrize("build", [mlp, cnn_with_batch_norm, transformer_encoder_layer])
-def test_loss_curve_tracks_eager(build, tmp_path):
-    model, inputs = build()
+def test_loss_curve_tracks_eager(build, tmp_path, device):
+    model, inputs = on(device, *build())
     model.train()
     reference = copy.deepcopy(model)
     with torch.no_grad():
