@@ -38,7 +38,10 @@ def target_names(node: torch.fx.Node) -> set[str]:
 def split_around(gm: torch.fx.GraphModule, excluded: set[str]) -> tuple[torch.fx.GraphModule, list[str]]:
     """A copy of `gm` whose supported regions are submodules (names returned); the
     excluded ops stay in the top-level graph and run eagerly."""
-    partitioner = CapabilityBasedPartitioner(copy.deepcopy(gm), _Excluding(excluded),
+    # A copy of the graph only, sharing gm's tensors: deep-copying the GraphModule
+    # copies its example values too, which fails for fake CUDA tensors.
+    copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    partitioner = CapabilityBasedPartitioner(copied, _Excluding(excluded),
                                              allows_single_node_partition=True)
     split = partitioner.partition_and_fuse()
     pieces = [node.target for node in split.graph.nodes if node.op == "call_module"]
