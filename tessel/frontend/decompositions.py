@@ -65,11 +65,58 @@ def var_mean_correction(x, dim=None, *, correction=None, keepdim=False):
     return var, mean if keepdim else mean.squeeze(dims)
 
 
+def _per_tensor(op: torch._ops.OpOverloadPacket):
+    """A `_foreach_<op>` as a list of `op` calls, one per tensor of its list arguments
+    (scalar lists are indexed alike; other arguments are passed to every call).
+    Arguments past `op`'s positional ones are its keyword-only ones, in order: the
+    foreach schemas pass addcmul's `value` positionally."""
+    schema = op.overloads()[0] if "default" not in op.overloads() else "default"
+    arguments = getattr(op, schema)._schema.arguments
+    positional = sum(not a.kwarg_only for a in arguments)
+    keyword_only = [a.name for a in arguments if a.kwarg_only]
+
+    def decomposition(*args, **kwargs):
+        count = next(len(a) for a in args if isinstance(a, (list, tuple)))
+        calls = []
+        for i in range(count):
+            values = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
+            extra = dict(zip(keyword_only, values[positional:]))
+            calls.append(op(*values[:positional], **extra, **kwargs))
+        return calls
+    return decomposition
+
+
+def _foreach_norm(tensors, ord=2, dtype=None):
+    return [aten.linalg_vector_norm(t, ord, dtype=dtype) for t in tensors]
+
+
+def foreach_decompositions() -> dict:
+    """torch.optim's multi-tensor ops (`_foreach_add`, `_foreach_lerp`, ...), which
+    torch-mlir cannot lower, as the per-tensor ops they stand for: optimizers take
+    that path by default on CUDA tensors."""
+    names = {name.split("::")[1].split(".")[0] for name in torch._C._dispatch_get_all_op_names()
+             if name.startswith("aten::_foreach_") and not name.split(".")[0].endswith("_")}
+    table = {}
+    for name in sorted(names):
+        base = name.removeprefix("_foreach_")
+        if name == "_foreach_norm":
+            decomposition = _foreach_norm
+        elif hasattr(aten, base):
+            decomposition = _per_tensor(getattr(aten, base))
+        else:
+            continue  # e.g. _foreach_powsum: no per-tensor aten op of that name
+        packet = getattr(aten, name)
+        for overload in packet.overloads():
+            table[getattr(packet, overload)] = decomposition
+    return table
+
+
 @functools.cache
 def decomposition_table() -> dict:
     table = dict(get_decomposition_table())
     table.update(lowerable_decompositions())
     table.update(special_decompositions())
+    table.update(foreach_decompositions())
     table[torch.ops.prims.fma.default] = fma
     table[aten.var_mean.correction] = var_mean_correction
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
