@@ -392,3 +392,14 @@ def test_unsigned_integer_ops_read_the_bits_unsigned(tmp_path):
     getattr(kernels, generated.name)[generated.grid](x, y, out, *x.stride(), *y.stride(),
                                                      *out.stride(), BLOCK=generated.block)
     assert out.tolist() == [1000, 5, 1130, 200, 255]
+
+
+def test_power_with_a_tensor_exponent():
+    """Adam's bias correction raises a beta to the step count, a tensor: powf with a
+    non-constant exponent, including negative bases, zeros and NaN cases."""
+    def fn(x, y):
+        return torch.pow(x, y) + torch.pow(0.9, y)
+    x = torch.tensor([2.0, -2.0, -2.0, 0.0, 0.0, 1.0, 0.5, -0.5, 3.0, 1.5])
+    y = torch.tensor([3.0, 3.0, 0.5, 2.0, -1.0, float("nan"), 10.0, 2.0, 0.0, -2.5])
+    torch.testing.assert_close(compile_triton(fn)(x, y), fn(x, y), equal_nan=True)
+    assert_compiled()

@@ -56,6 +56,19 @@ def _minimum(a, b):
 @triton.jit
 def _product(a, b):
     return a * b
+
+
+@triton.jit
+def _power(x, y):
+    # powf through exp2 and log2 (libdevice.pow does not run in TRITON_INTERPRET mode,
+    # where the tests check these kernels): a negative base takes an integral
+    # exponent's sign and is NaN otherwise; x ** 0 and 1 ** y are 1.
+    magnitude = tl.exp2(y * tl.log2(tl.abs(x)))
+    integral = y == tl.floor(y)
+    odd = tl.floor(y * 0.5) * 2.0 != y
+    signed = tl.where(odd, -magnitude, magnitude)
+    result = tl.where(x < 0, tl.where(integral, signed, float("nan")), magnitude)
+    return tl.where(y == 0, 1.0, tl.where(x == 1, 1.0, result))
 '''
 
 _BINARY = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-",
@@ -487,15 +500,18 @@ class _Writer:
         return f"{value}.to({_TRITON_DTYPES[element]})" if half else value
 
     def power(self, op: ir.Operation, typed: list[str], args: list[str]) -> str:
+        """Small constant exponents as products or a square root; any other, `_power`
+        in f32 (Adam's bias corrections raise betas to a step count held in a tensor)."""
         exponent = ir.operation_of(op.operands[1].owner)
-        if exponent is None or exponent.name != "arith.constant":
-            raise UnsupportedKernel(op.name, "a non-constant exponent")
-        value = float(scalar_literal(exponent.attributes["value"]))
-        if value == 0.5:
-            return f"tl.sqrt({typed[0]})"
-        if value == int(value) and 1 <= value <= 4:
-            return " * ".join([args[0]] * int(value))
-        raise UnsupportedKernel(op.name, f"exponent {value}")
+        if exponent is not None and exponent.name == "arith.constant":
+            value = float(scalar_literal(exponent.attributes["value"]))
+            if value == 0.5:
+                return f"tl.sqrt({typed[0]})"
+            if value == int(value) and 1 <= value <= 4:
+                return " * ".join([args[0]] * int(value))
+        element = element_name(op.results[0])
+        power = f"_power({typed[0]}.to(tl.float32), {typed[1]}.to(tl.float32))"
+        return power if element == "f32" else f"{power}.to({_TRITON_DTYPES[element]})"
 
 
 def _unsigned(value: ir.Value, expression: str) -> str:
