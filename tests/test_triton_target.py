@@ -1,6 +1,7 @@
 """The Triton target on a machine without a GPU: kernels run in Triton's interpreter
 (TRITON_INTERPRET=1) on CPU tensors, and compile to PTX for sm_90."""
 
+import copy
 import logging
 import os
 import subprocess
@@ -402,4 +403,23 @@ def test_power_with_a_tensor_exponent():
     x = torch.tensor([2.0, -2.0, -2.0, 0.0, 0.0, 1.0, 0.5, -0.5, 3.0, 1.5])
     y = torch.tensor([3.0, 3.0, 0.5, 2.0, -1.0, float("nan"), 10.0, 2.0, 0.0, -2.5])
     torch.testing.assert_close(compile_triton(fn)(x, y), fn(x, y), equal_nan=True)
+    assert_compiled()
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.sum(-1), lambda x: x.amax(1) * 2,
+                                lambda x: x.mean(dim=(0, 2, 3))],
+                         ids=["row_sum", "row_max", "batch_norm_statistics"])
+def test_reductions_without_producers_run_one_program_per_row(fn):
+    x = torch.randn(4, 6, 10, 20)
+    torch.testing.assert_close(compile_triton(fn)(x), fn(x))
+    assert_compiled()
+
+
+def test_batch_norm_in_training_mode():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU()).train()
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 3, 16, 16)
+    torch.testing.assert_close(compile_triton(model)(x), reference(x))
+    torch.testing.assert_close(model[1].running_mean, reference[1].running_mean)
     assert_compiled()

@@ -118,3 +118,27 @@ func.func @average_pool(%x: tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32> {
   } -> tensor<2x4x4x4xf32>
   return %mean : tensor<2x4x4x4xf32>
 }
+
+// -----
+
+#x = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#channel = affine_map<(d0, d1, d2, d3) -> (d1)>
+
+// Batch norm's statistics: a sum per channel over (batch, height, width), with no
+// producer in its group. It is still tiled, one tile per channel (a GPU program per
+// row), rather than left whole (one program per output point).
+// CHECK-LABEL: func.func @sum_per_channel
+// CHECK:         scf.forall (%{{.*}}) in (8)
+// CHECK:           linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+func.func @sum_per_channel(%x: tensor<2x8x16x16xf32>) -> tensor<8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %sum = linalg.generic {indexing_maps = [#x, #channel], iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%x : tensor<2x8x16x16xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %sum : tensor<8xf32>
+}

@@ -33,6 +33,7 @@ class FusionGroup:
     producers: list[_Node]                # fused into the root's loop, consumer first
     tile_size: int = 1                    # along tiled_dim
     row_dims: list[int] = field(default_factory=list)  # more root dims tiled by 1
+    rows: bool = False                    # one tile per row (GPU), even with no producer
 
     @property
     def has_contraction(self) -> bool:
@@ -98,7 +99,9 @@ class FuseTilesPass(ModulePass):
     With `tile-leading-dims` (the GPU's one program per row), a group with a reduction
     is tiled by 1 along every loop dim of its root that indexes rows (see _row_dims),
     not only the first: layer_norm over the last dim of (batch, sequence, features)
-    gets one tile per (batch, sequence) row instead of a whole sequence per tile.
+    gets one tile per (batch, sequence) row instead of a whole sequence per tile. A
+    reduction with no producer is tiled too (`x.sum(-1)`, batch norm's statistics per
+    channel): whole, it would be one program per output point.
     """
 
     name: ClassVar[str] = "fuse-tiles"
@@ -162,6 +165,7 @@ class FuseTilesPass(ModulePass):
                     group.tile_size = _gemm_rows_per_tile(root.op, tiled, cores)
                 elif tile_leading_dims and group.has_reduction:
                     group.row_dims = [d for d in _row_dims(group, nodes) if d != tiled]
+                    group.rows = True
         return groups
 
     @staticmethod
@@ -276,7 +280,7 @@ def _match(name: str, op_id: int) -> str:
 
 def _script(group: FusionGroup) -> list[str]:
     """Transform-dialect lines that tile the group's root and fuse its producers."""
-    if group.tiled_dim is None or not group.producers:
+    if group.tiled_dim is None or not (group.producers or group.rows):
         return []
     root = group.root
     sizes = ", ".join(str(group.tile_size) if d == group.tiled_dim
