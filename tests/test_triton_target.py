@@ -423,3 +423,16 @@ def test_batch_norm_in_training_mode():
     torch.testing.assert_close(compile_triton(model)(x), reference(x))
     torch.testing.assert_close(model[1].running_mean, reference[1].running_mean)
     assert_compiled()
+
+
+def test_max_pooling_indices_read_the_loop_indices_and_gather():
+    """Training-mode max pooling also returns argmax indices: torch-mlir computes them
+    from linalg.index and a tensor.extract of the input at the window position."""
+    def fn(x):
+        values, indices = F.max_pool2d(x, 2, return_indices=True)
+        return values * 2, indices
+    x = torch.randn(2, 3, 8, 8)
+    actual, expected = compile_triton(fn)(x), fn(x)
+    torch.testing.assert_close(actual[0], expected[0])
+    assert torch.equal(actual[1], expected[1])
+    assert_compiled()

@@ -86,6 +86,8 @@ _CMPF = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "une": "
 _CMPF_UNORDERED = {"ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<="}
 _CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+# In a body's `names`: the loop indices' expressions (per dim) and their kind.
+_LOOP_INDICES = "loop indices"
 _CASTS = ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi",
           "arith.fptoui", "arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast")
 # Reduction combiners: (reduce call, identity by element kind, how to merge the init).
@@ -317,7 +319,7 @@ class _Writer:
         body_ops = [o.operation for o in block.operations]
         yielded = body_ops[-1].operands
         used = {v for body_op in body_ops for v in body_op.operands}
-        names: dict = {}
+        names: dict = {_LOOP_INDICES: (indices, kind)}
         for argument, operand, affine_map in zip(block.arguments, op.operands[:n_inputs], maps):
             if argument in used:  # a pooling window, say, only gives the loop its range
                 names[argument] = self.read(operand, affine_map, indices, kind)
@@ -391,7 +393,7 @@ class _Writer:
             at = list(indices)
             for d, index in zip(reductions, position):
                 at[d] = str(index)
-            names = {block.arguments[n_inputs]: accumulator}
+            names = {block.arguments[n_inputs]: accumulator, _LOOP_INDICES: (at, kind)}
             for argument, operand, affine_map in zip(block.arguments, op.operands, maps):
                 if argument in used and argument not in names:
                     names[argument] = self.read(operand, affine_map, at, kind)
@@ -416,7 +418,13 @@ class _Writer:
                                     f"literal:{element_name(op.results[0])}")
             return
         if name == "linalg.index":
-            raise UnsupportedKernel(name, "index-dependent bodies are not supported yet")
+            indices, kind = names[_LOOP_INDICES]
+            index = indices[ir.IntegerAttr(op.attributes["dim"]).value]
+            names[op.results[0]] = (index, "literal:i64" if index.isdigit() else kind)
+            return
+        if name == "tensor.extract":
+            names[op.results[0]] = self.gather(op, names)
+            return
         if name == "cf.assert":
             # torch-mlir's runtime checks; Triton compiles them in under TRITON_DEBUG=1.
             condition, _ = self.value(op.operands[0], names)
@@ -434,6 +442,20 @@ class _Writer:
         variable = self.fresh()
         self.emit(f"{variable} = {expression}")
         names[op.results[0]] = (variable, kind)
+
+    def gather(self, op: ir.Operation, names: dict) -> tuple[str, str]:
+        """tensor.extract from a tensor of `main` at computed indices (max pooling's
+        indices compare each input with the window's maximum): a load through the
+        tensor's strides."""
+        pointer = self.input_pointer(op.operands[0])
+        positions = [self.value(v, names) for v in op.operands[1:]]
+        kind = "row" if any(k == "row" for _, k in positions) else "scalar"
+        address = " + ".join(f"({p}) * {pointer}_stride{d}"
+                             for d, (p, _) in enumerate(positions)) or "0"
+        load = f"tl.load({pointer} + {address}" + (", mask=mask)" if kind == "row" else ")")
+        variable = self.fresh()
+        self.emit(f"{variable} = {load}")
+        return variable, kind
 
     def expression(self, op: ir.Operation, typed: list[str], args: list[str]) -> str:
         name = op.name
