@@ -380,19 +380,58 @@ func.func @main(%x: tensor<5xi8>, %y: tensor<5xi8>) -> tensor<5xi32> {
 def test_unsigned_integer_ops_read_the_bits_unsigned(tmp_path):
     """arith's unsigned ops on signless integers (a uint8 200 is i8 -56): comparisons
     and zero-extension must not treat the bits as signed."""
+    x = torch.tensor([0, 5, 130, 200, 255], dtype=torch.uint8).view(torch.int8)
+    y = torch.tensor([1, 4, 200, 100, 255], dtype=torch.uint8).view(torch.int8)
+    out = run_generated_kernel(_UNSIGNED_KERNEL, x, y, torch.empty(5, dtype=torch.int32))
+    assert out.tolist() == [1000, 5, 1130, 200, 255]
+
+
+def run_generated_kernel(mlir: str, *tensors: torch.Tensor) -> torch.Tensor:
+    """Run the Triton kernel generated for the one tkern.kernel in `mlir`, whose inputs
+    and output buffer are `tensors`; returns the output."""
     from tessel import ir
     from tessel.targets.triton import kernel_source, target
 
-    module = ir.parse_module(_UNSIGNED_KERNEL)
+    module = ir.parse_module(mlir)
     (kernel,) = ir.ops_where(module.operation, lambda op: op.name == "tkern.kernel")
     generated = kernel_source.generate(kernel)
     kernels = target._load_kernels(kernel_source.PRELUDE + "\n\n" + generated.source)
-    x = torch.tensor([0, 5, 130, 200, 255], dtype=torch.uint8).view(torch.int8)
-    y = torch.tensor([1, 4, 200, 100, 255], dtype=torch.uint8).view(torch.int8)
-    out = torch.empty(5, dtype=torch.int32)
-    getattr(kernels, generated.name)[generated.grid](x, y, out, *x.stride(), *y.stride(),
-                                                     *out.stride(), BLOCK=generated.block)
-    assert out.tolist() == [1000, 5, 1130, 200, 255]
+    strides = [s for t in tensors for s in t.stride()]
+    getattr(kernels, generated.name)[generated.grid](*tensors, *strides, BLOCK=generated.block)
+    return tensors[-1]
+
+
+# What max_pool2d's backward does on CUDA with a saved flat index: row and column by a
+# floor division (floordivsi), here with its ceiling twin too.
+_FLOOR_DIVISION_KERNEL = """
+#id = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<8xi32>, %y: tensor<8xi32>) -> tensor<8xi32> {
+  %e = tensor.empty() : tensor<8xi32>
+  %r = "tkern.kernel"() ({
+    %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%x, %y : tensor<8xi32>, tensor<8xi32>) outs(%e : tensor<8xi32>) {
+    ^bb0(%a: i32, %b: i32, %out: i32):
+      %floor = arith.floordivsi %a, %b : i32
+      %ceil = arith.ceildivsi %a, %b : i32
+      %hundred = arith.constant 100 : i32
+      %scaled = arith.muli %floor, %hundred : i32
+      %v = arith.addi %scaled, %ceil : i32
+      linalg.yield %v : i32
+    } -> tensor<8xi32>
+    "tkern.yield"(%g) : (tensor<8xi32>) -> ()
+  }) {sym_name = "main_kernel_0", tessel.gpu = {block = array<i64: 8>, kind = "pointwise", num_warps = 1 : i64}} : () -> tensor<8xi32>
+  return %r : tensor<8xi32>
+}
+"""
+
+
+def test_floor_and_ceiling_division_of_signed_integers():
+    a = [7, -7, 7, -7, 6, -6, 0, 5]
+    b = [2, 2, -2, -2, 3, 3, 4, -1]
+    out = run_generated_kernel(_FLOOR_DIVISION_KERNEL, torch.tensor(a, dtype=torch.int32),
+                               torch.tensor(b, dtype=torch.int32),
+                               torch.empty(8, dtype=torch.int32))
+    assert out.tolist() == [(p // q) * 100 - (-p // q) for p, q in zip(a, b)]
 
 
 def test_power_with_a_tensor_exponent():

@@ -268,6 +268,17 @@ def _check_size(node: torch.fx.Node) -> None:
             f"{_PHYSICAL_MEMORY / 2**30:.1f} GiB of memory; compiled code would materialize it")
 
 
+def _place_created_tensors_on_cpu(graph: torch.fx.Graph) -> None:
+    """Ops that create tensors (scalar_tensor, full, arange, ...) say `device=cpu` in the
+    imported graph: the MLIR program does not place tensors, its target does, and
+    torch-mlir lowers such ops for CPU device constants only (a CUDA backward graph's
+    scalar_tensor failed to legalize)."""
+    for node in graph.nodes:
+        device = node.kwargs.get("device") if node.op == "call_function" else None
+        if isinstance(device, torch.device) and device.type != "cpu":
+            node.kwargs = {**node.kwargs, "device": torch.device("cpu")}
+
+
 def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset({"cpu"})
                   ) -> tuple[torch.fx.GraphModule, GraphSignature]:
     """The graph to import (op-made tensor outputs only) and the host-side signature;
@@ -288,6 +299,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
     import_graph = torch.fx.Graph()
     value_map: dict[torch.fx.Node, torch.fx.Node] = {}
     import_graph.graph_copy(gm.graph, value_map)  # copies all but the output node
+    _place_created_tensors_on_cpu(import_graph)
     (fx_outputs,) = next(n for n in gm.graph.nodes if n.op == "output").args
     fx_outputs = fx_outputs if isinstance(fx_outputs, (tuple, list)) else (fx_outputs,)
 

@@ -503,6 +503,14 @@ class _Writer:
             return f"{unsigned}.to({_TRITON_DTYPES[element_name(op.results[0])]})"
         if name in _CASTS:
             return f"{typed[0]}.to({_TRITON_DTYPES[element_name(op.results[0])]})"
+        if name in ("arith.floordivsi", "arith.ceildivsi"):
+            # Triton's // truncates toward zero: step the quotient by one where the
+            # division is inexact and rounds the other way.
+            a, b = args
+            quotient = f"({a} // {b})"
+            step = ("tl.where(({a} < 0) != ({b} < 0), {q} - 1, {q})" if name == "arith.floordivsi"
+                    else "tl.where(({a} < 0) == ({b} < 0), {q} + 1, {q})")
+            return f"tl.where({a} % {b} != 0, {step.format(a=a, b=b, q=quotient)}, {quotient})"
         if name == "math.fpowi" or name == "math.powf":
             return self.power(op, typed, args)
         raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
