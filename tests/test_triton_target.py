@@ -475,3 +475,34 @@ def test_max_pooling_indices_read_the_loop_indices_and_gather():
     torch.testing.assert_close(actual[0], expected[0])
     assert torch.equal(actual[1], expected[1])
     assert_compiled()
+
+
+_IOTA_KERNEL = """
+#id = affine_map<(d0) -> (d0)>
+func.func @main() -> tensor<8xi64> {
+  %e = tensor.empty() : tensor<8xi64>
+  %r = "tkern.kernel"() ({
+    %g = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%e : tensor<8xi64>) {
+    ^bb0(%out: i64):
+      %i = linalg.index 0 : index
+      %v = arith.index_cast %i : index to i64
+      linalg.yield %v : i64
+    } -> tensor<8xi64>
+    "tkern.yield"(%g) : (tensor<8xi64>) -> ()
+  }) {sym_name = "main_kernel_0", tessel.gpu = {block = array<i64: 8>, kind = "pointwise", num_warps = 1 : i64}} : () -> tensor<8xi64>
+  return %r : tensor<8xi64>
+}
+"""
+
+
+def test_a_kernel_without_inputs_that_computes_its_values_is_no_constant_fill():
+    """An iota (a generic with no input whose body reads linalg.index) is launched, not
+    folded into its readers as a constant; it fills its buffer with the indices."""
+    from tessel import ir
+    from tessel.targets.triton import kernel_source
+
+    module = ir.parse_module(_IOTA_KERNEL)
+    (kernel,) = ir.ops_where(module.operation, lambda op: op.name == "tkern.kernel")
+    assert kernel_source.fill_constant(kernel.results[0]) is None
+    out = run_generated_kernel(_IOTA_KERNEL, torch.empty(8, dtype=torch.int64))
+    assert out.tolist() == list(range(8))

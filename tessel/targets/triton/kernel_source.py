@@ -789,8 +789,10 @@ def fill_constant(value: ir.Value) -> str | None:
     body = [op.operation for op in kernel.regions[0].blocks[0].operations]
     if len(body) != 2 or body[0].name != "linalg.generic" or len(body[0].operands) != 1:
         return None
-    (yielded,) = [op.operation for op in body[0].regions[0].blocks[0].operations]
-    source = ir.operation_of(yielded.operands[0].owner)
+    generic_body = [op.operation for op in body[0].regions[0].blocks[0].operations]
+    if len(generic_body) != 1:
+        return None  # computes its values (arange's body reads linalg.index)
+    source = ir.operation_of(generic_body[0].operands[0].owner)
     if source is None or source.name != "arith.constant":
         return None
     return scalar_literal(source.attributes["value"])
