@@ -88,6 +88,17 @@ def test_nan_is_not_equal_to_itself(fn):
     assert_compiled()
 
 
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_ranks_nan_as_the_largest_value(largest):
+    def fn(x):
+        return torch.topk(x * 2, 3, largest=largest)
+    x = torch.tensor([[1.0, float("nan"), 3.0, 2.0, -1.0], [0.5, float("nan"), 9.0, 0.2, 4.0]])
+    actual, expected = torch.compile(fn, backend="mlir")(x), fn(x)
+    torch.testing.assert_close(actual.values, expected.values, equal_nan=True)
+    torch.testing.assert_close((x * 2).gather(1, actual.indices), actual.values, equal_nan=True)
+    assert_compiled()
+
+
 def test_reciprocal_of_zero_does_not_abort_the_process():
     # torch-mlir's reciprocal asserts x != 0; a failed check must not abort(). In a
     # child process, so that a regression cannot take pytest down with it.

@@ -326,6 +326,15 @@ def sort_stable(x, *, stable=None, dim=-1, descending=False):
     return sort(x, dim, descending)
 
 
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    """topk with eager's NaN order (NaN counts as the largest value), as the first k of
+    `sort`'s order: torch-mlir's topk ranks NaNs below every number."""
+    if not x.is_floating_point() or x.dim() == 0 or _inside_rewrite():
+        return NotImplemented
+    values, indices = sort(x, dim, largest)
+    return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
+
+
 def put(x, index, source, accumulate=False):
     """put (flat, negative indices from the end) as an index_put on the flattened x."""
     flat_index = index.flatten()
@@ -472,6 +481,7 @@ def lowerable_decompositions() -> dict:
         aten.put.default: put,
         aten.sort.default: sort,
         aten.sort.stable: sort_stable,
+        aten.topk.default: topk,
         aten.cummax.default: cummax,
         aten.cummin.default: cummin,
         aten.searchsorted.Tensor: searchsorted,
