@@ -215,6 +215,9 @@ class _Writer:
     row_shape: list[int] | None = None                  # the iteration space `r` covers
     channels_last: bool = False                         # flat 4-D spaces in NHWC order
     narrowed: frozenset = frozenset()                   # inputs held narrower than typed
+    indent: str = ""                                    # inside a looped row's chunk loop
+    accumulating: ir.Operation | None = None            # the reduction a looped pass feeds
+    accumulator: tuple | None = None                    # (name, reduction op) it was fed
     counter: int = 0
 
     # ----------------------------------------------------------------- names
@@ -224,7 +227,7 @@ class _Writer:
         return f"{stem}{self.counter}"
 
     def emit(self, line: str) -> None:
-        self.lines.append(line)
+        self.lines.append(self.indent + line)
 
     def input_pointer(self, value: ir.Value) -> str:
         for index, known in enumerate(self.inputs):
@@ -307,6 +310,8 @@ class _Writer:
     # ----------------------------------------------------------------- ops
 
     def generic(self, op: ir.Operation) -> None:
+        if op.results[0] in self.registers and self.registers[op.results[0]][1] == "scalar":
+            return  # a looped row's reduction, computed by an earlier pass
         domain = _domain(op)
         window = pooling_window(op)
         if window is not None:
@@ -347,13 +352,14 @@ class _Writer:
             prologue = _as_expression(self.value(others[0], names))
             self.emit(f"{masked} = tl.where(mask, {prologue}, "
                       f"tl.full([BLOCK], {identity}, {_TRITON_DTYPES[element]}))")
-            reduced = self.fresh()
-            self.emit(f"{reduced} = {reduce_call.format(x=masked)}")
-            init, _ = self.read(op.operands[n_inputs], maps[n_inputs], ["0"] * len(domain),
-                                "scalar")
-            result = self.fresh()
-            self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
-            self.registers[op.results[0]] = (result, "scalar")
+            if self.accumulating is not None and self.accumulating == op:
+                # A looped row: combine chunk by chunk; _looped_pass reduces after the loop.
+                accumulator = self.fresh("acc")
+                self.emit(f"{accumulator} = {merge.format(init=accumulator, x=masked)}")
+                self.accumulator = (accumulator, f"tl.full([BLOCK], {identity}, "
+                                                 f"{_TRITON_DTYPES[element]})")
+                return
+            self.finish_reduction(op, masked)
             return
         for index, argument in enumerate(block.arguments[n_inputs:]):
             if argument in used:
@@ -371,6 +377,21 @@ class _Writer:
                           f"{_TRITON_DTYPES[element_name(result)]})")
                 expression = widened
             self.registers[result] = (expression, kind)
+
+    def finish_reduction(self, op: ir.Operation, row: str) -> None:
+        """The reduction `op` of the vector `row` (masked with its identity), merged with
+        its init: a scalar register."""
+        block = op.regions[0].blocks[0]
+        combiner = ir.operation_of(list(block.operations)[-1].operation.operands[0].owner)
+        reduce_call, _, merge = _COMBINERS[combiner.name]
+        reduced = self.fresh()
+        self.emit(f"{reduced} = {reduce_call.format(x=row)}")
+        n_inputs = len(op.operands) - 1
+        init, _ = self.read(op.operands[n_inputs], _maps(op)[n_inputs],
+                            ["0"] * len(_domain(op)), "scalar")
+        result = self.fresh()
+        self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
+        self.registers[op.results[0]] = (result, "scalar")
 
     def window_reduction(self, op: ir.Operation, domain: list[int],
                          reductions: list[int]) -> None:
@@ -608,10 +629,6 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
     and are widened as they are loaded."""
     decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
-    kind = ir.StringAttr(decision["kind"]).value
-    if kind == "row_looped":
-        raise UnsupportedKernel("tkern.kernel", f"{name}: rows longer than one block "
-                                "(looped reductions) are not supported yet")
     writer = _Writer(name, ir.DenseI64ArrayAttr(decision["block"])[0], narrowed=narrowed)
     num_warps = ir.IntegerAttr(decision["num_warps"]).value
     body = [op.operation for op in kernel.regions[0].blocks[0].operations]
@@ -696,12 +713,55 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
         raise UnsupportedKernel("scf.forall", "a row loop without linalg.generic ops")
     writer.row_shape = max((_row_extent(op) for op in tiles), key=math.prod)
     size = math.prod(writer.row_shape)
+    inserts = [o.operation for o in terminator.regions[0].blocks[0].operations]
+    if any(insert.name != "tensor.parallel_insert_slice" for insert in inserts):
+        raise UnsupportedKernel("scf.forall.in_parallel", "an op other than an insert")
+    # Output buffers in the order of the loop's results (the host binds them so), not
+    # in the order the terminator happens to insert them.
+    position = {argument: index for index, argument in enumerate(shared)}
+    inserts.sort(key=lambda insert: position[insert.operands[1]])
+    if [position[insert.operands[1]] for insert in inserts] != list(range(len(shared))):
+        raise UnsupportedKernel("scf.forall", "a loop result written by no insert, or by two")
     if size > writer.block:
-        raise UnsupportedKernel("scf.forall", f"a row of {size} elements in a block of "
-                                f"{writer.block}")
+        # A looped row: one pass over the row per reduction, each recomputing what
+        # feeds it chunk by chunk, then a pass that computes and stores the outputs.
+        for reduction in [op for op in tiles if _reduction_dims(op)]:
+            _looped_pass(writer, ops[:-1], destinations, size, reduction, [])
+        _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
+        return (math.prod(bounds),)
     writer.emit("r = tl.arange(0, BLOCK)")
     writer.emit(f"mask = r < {size}")
-    for op in ops[:-1]:
+    _row_ops(writer, ops[:-1], destinations, None)
+    _store_rows(writer, inserts, destinations)
+    return (math.prod(bounds),)
+
+
+def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, size: int,
+                 reduction: ir.Operation | None, inserts: list[ir.Operation]) -> None:
+    """One loop over a row in chunks of BLOCK: the ops up to `reduction`, which it
+    accumulates and reduces after the loop, or (None) all of them and the stores."""
+    writer.loads.clear()  # loads and row values of an earlier chunk loop are out of scope
+    writer.registers = {v: e for v, e in writer.registers.items() if e[1] == "scalar"}
+    header = len(writer.lines)
+    writer.emit(f"for start in range(0, {size}, BLOCK):")
+    writer.indent = "    "
+    writer.emit("r = start + tl.arange(0, BLOCK)")
+    writer.emit(f"mask = r < {size}")
+    writer.accumulating = reduction
+    _row_ops(writer, ops, destinations, reduction)
+    _store_rows(writer, inserts, destinations)
+    writer.indent, writer.accumulating = "", None
+    if reduction is not None:
+        accumulator, identity = writer.accumulator
+        writer.lines.insert(header, f"{accumulator} = {identity}")
+        writer.loads.clear()
+        writer.finish_reduction(reduction, accumulator)
+
+
+def _row_ops(writer: _Writer, ops: list[ir.Operation], destinations: dict,
+             last: ir.Operation | None) -> None:
+    """The ops of a row loop's body, up to `last` (None: all of them)."""
+    for op in ops:
         if op.name == "affine.apply":
             # A producer's tile offset (a strided consumer reads rows * stride).
             rows = [writer.program_ids.get(v) for v in op.operands]
@@ -715,19 +775,14 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
             writer.generic(op)
         else:
             raise UnsupportedKernel(op.name, "in a row loop")
-    inserts = [o.operation for o in terminator.regions[0].blocks[0].operations]
-    if any(insert.name != "tensor.parallel_insert_slice" for insert in inserts):
-        raise UnsupportedKernel("scf.forall.in_parallel", "an op other than an insert")
-    # Output buffers in the order of the loop's results (the host binds them so), not
-    # in the order the terminator happens to insert them.
-    position = {argument: index for index, argument in enumerate(shared)}
-    inserts.sort(key=lambda insert: position[insert.operands[1]])
-    if [position[insert.operands[1]] for insert in inserts] != list(range(len(shared))):
-        raise UnsupportedKernel("scf.forall", "a loop result written by no insert, or by two")
+        if last is not None and op == last:
+            return
+
+
+def _store_rows(writer: _Writer, inserts: list[ir.Operation], destinations: dict) -> None:
     for insert in inserts:
         offsets = _offsets(writer, insert, first_dynamic=2)
         _store(writer, insert.operands[0], offsets, destinations[insert.operands[1]])
-    return (math.prod(bounds),)
 
 
 def _offsets(writer: _Writer, op: ir.Operation, first_dynamic: int) -> list[str]:
