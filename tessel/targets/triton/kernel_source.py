@@ -310,7 +310,8 @@ class _Writer:
     # ----------------------------------------------------------------- ops
 
     def generic(self, op: ir.Operation) -> None:
-        if op.results[0] in self.registers and self.registers[op.results[0]][1] == "scalar":
+        if len(op.results) and op.results[0] in self.registers \
+                and self.registers[op.results[0]][1] == "scalar":
             return  # a looped row's reduction, computed by an earlier pass
         domain = _domain(op)
         window = pooling_window(op)
