@@ -15,8 +15,8 @@ from test_models import cnn_with_batch_norm, mlp, on, transformer_encoder_layer
 STEPS = 20
 
 
-def make_train_step(model):
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+def make_train_step(model, **adam_options):
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, **adam_options)
 
     def train(model, inputs, target):
         optimizer.zero_grad(True)
@@ -57,18 +57,9 @@ def test_multi_tensor_adam_compiles_without_fallback(device):
     model, inputs = on(device, *mlp())
     reference = copy.deepcopy(model)
     target = torch.randn(16, 8, device=device)
-
-    def make_step(module):
-        optimizer = torch.optim.Adam(module.parameters(), lr=1e-2, foreach=True)
-
-        def step():
-            optimizer.zero_grad(True)
-            loss = torch.nn.functional.mse_loss(module(*inputs), target)
-            loss.backward()
-            optimizer.step()
-            return loss
-        return step
-    compiled_step, eager_step = torch.compile(make_step(model), backend="mlir"), make_step(reference)
+    compiled_step = torch.compile(make_train_step(model, foreach=True), backend="mlir")
+    eager_step = make_train_step(reference, foreach=True)
     for _ in range(5):
-        torch.testing.assert_close(compiled_step(), eager_step(), rtol=1e-4, atol=0)
+        torch.testing.assert_close(compiled_step(model, inputs, target),
+                                   eager_step(reference, inputs, target), rtol=1e-4, atol=0)
     assert_compiled(min_graphs=2)

@@ -23,8 +23,8 @@ class FormKernelsPass(ModulePass):
     Every fused tile loop (scf.forall) and every remaining linalg/tm_tensor op
     becomes one `tkern.kernel`; contractions become `tkern.library_call {callee =
     "gemm"}`, and named NCHW convolutions (left named by the gpu pipeline)
-    `tkern.library_call {callee = "conv2d"}`. What is a kernel, and how many there are, is then visible in the IR
-    and counted by the targets. Ops whose results differ in type stay unwrapped
+    `tkern.library_call {callee = "conv2d"}`. What is a kernel, and how many there
+    are, is then visible in the IR and counted by the targets. Ops whose results differ in type stay unwrapped
     (see tessel/dialects/kernel.py on IRDL's homogeneous variadics).
     """
 

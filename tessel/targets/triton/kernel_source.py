@@ -217,7 +217,7 @@ class _Writer:
     narrowed: frozenset = frozenset()                   # inputs held narrower than typed
     indent: str = ""                                    # inside a looped row's chunk loop
     accumulating: ir.Operation | None = None            # the reduction a looped pass feeds
-    accumulator: tuple | None = None                    # (name, reduction op) it was fed
+    accumulator: tuple | None = None                    # (name, identity) it accumulated in
     counter: int = 0
 
     # ----------------------------------------------------------------- names
@@ -472,8 +472,8 @@ class _Writer:
         pointer = self.input_pointer(op.operands[0])
         positions = [self.value(v, names) for v in op.operands[1:]]
         kind = "row" if any(k == "row" for _, k in positions) else "scalar"
-        address = " + ".join(f"({p}) * {pointer}_stride{d}"
-                             for d, (p, _) in enumerate(positions)) or "0"
+        address = self.address([f"{pointer}_stride{d}" for d in range(len(positions))],
+                               ["0"] * len(positions), [p for p, _ in positions])
         load = f"tl.load({pointer} + {address}" + (", mask=mask)" if kind == "row" else ")")
         variable = self.fresh()
         self.emit(f"{variable} = {load}")
@@ -529,10 +529,12 @@ class _Writer:
             # Triton's // truncates toward zero: step the quotient by one where the
             # division is inexact and rounds the other way.
             a, b = args
-            quotient = f"({a} // {b})"
-            step = ("tl.where(({a} < 0) != ({b} < 0), {q} - 1, {q})" if name == "arith.floordivsi"
-                    else "tl.where(({a} < 0) == ({b} < 0), {q} + 1, {q})")
-            return f"tl.where({a} % {b} != 0, {step.format(a=a, b=b, q=quotient)}, {quotient})"
+            q = f"({a} // {b})"
+            if name == "arith.floordivsi":
+                stepped = f"tl.where(({a} < 0) != ({b} < 0), {q} - 1, {q})"
+            else:
+                stepped = f"tl.where(({a} < 0) == ({b} < 0), {q} + 1, {q})"
+            return f"tl.where({a} % {b} != 0, {stepped}, {q})"
         if name == "math.fpowi" or name == "math.powf":
             return self.power(op, typed, args)
         raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
@@ -663,7 +665,7 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         names = sorted({op.name for op in body[:-1] if op.name != "linalg.generic"})
         raise UnsupportedKernel(names[0] if names else "tkern.kernel",
                                 "only linalg.generic ops outside a row loop are supported")
-    whole = [op for op in generics if _reduction_dims(op) and pooling_window(op) is None]
+    whole = _row_reductions(generics)
     reducing = bool(whole)
     writer.row_shape = _row_extent(whole[0] if reducing else generics[-1])
     size = math.prod(writer.row_shape)
@@ -726,7 +728,7 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     if size > writer.block:
         # A looped row: one pass over the row per reduction, each recomputing what
         # feeds it chunk by chunk, then a pass that computes and stores the outputs.
-        for reduction in [op for op in tiles if _reduction_dims(op)]:
+        for reduction in _row_reductions(tiles):
             _looped_pass(writer, ops[:-1], destinations, size, reduction, [])
         _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
         return (math.prod(bounds),)
@@ -735,6 +737,11 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     _row_ops(writer, ops[:-1], destinations, None)
     _store_rows(writer, inserts, destinations)
     return (math.prod(bounds),)
+
+
+def _row_reductions(generics: list[ir.Operation]) -> list[ir.Operation]:
+    """The generics that reduce whole rows (pooling windows are unrolled per point)."""
+    return [op for op in generics if _reduction_dims(op) and pooling_window(op) is None]
 
 
 def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, size: int,
