@@ -2,9 +2,10 @@
 
 Triton's JIT launch, `kernel[grid](*args)`, binds the arguments, works out their
 specialization (16-byte aligned pointers, ints equal to 1 or multiples of 16) and looks
-the compiled kernel up, at every call. Measured on an H100 (triton 3.6), that is 43 us
-per launch for a kernel with 6 tensors and 24 strides, against 10 us for calling the
-compiled kernel's launcher directly, which is what a launch after the first does here.
+the compiled kernel up, at every call. Measured on an H100 (triton 3.6; see
+benchmarks/host_costs.py), that is 43 us per launch for a kernel with 6 tensors and 24
+strides, against 10 us for calling the compiled kernel's launcher directly, which is
+what a launch after the first does here.
 
 That is sound because a host program's launches specialize the same way at every
 call: shapes, strides and view offsets are fixed by the graph (Triton kernels take
