@@ -170,6 +170,14 @@ def gpu_softmax(device: str):
     return fn, (torch.randn(8192, 8192, device=device),)
 
 
+def gpu_softmax_long_rows(device: str):
+    """Rows of 131072 floats: longer than one block, so tessel loops over each row
+    (kernel_source's looped rows: a pass per reduction, then the outputs)."""
+    def fn(x):
+        return torch.softmax(x, dim=-1)
+    return fn, (torch.randn(512, 131072, device=device),)
+
+
 def gpu_matmul_bias_relu(device: str):
     m = n = k = 4096
 
@@ -213,8 +221,8 @@ WORKLOADS: dict[str, dict[str, Callable]] = {
         pointwise, layernorm_gelu_residual, softmax, mlp, convnet, transformer_layer,
         transformer_layer_composite)},
     "cuda": {w.__name__: w for w in (
-        gpu_pointwise, gpu_layernorm_gelu_residual, gpu_softmax, gpu_matmul_bias_relu,
-        densenet121, resnet50, gpt2_block)},
+        gpu_pointwise, gpu_layernorm_gelu_residual, gpu_softmax, gpu_softmax_long_rows,
+        gpu_matmul_bias_relu, densenet121, resnet50, gpt2_block)},
 }
 
 
@@ -233,7 +241,8 @@ def matmul_flops(inputs: tuple, output) -> int:
 # Work per call of the workloads that issue 4 sets a bar for: bytes that must move
 # (the memory-bound ones, against the copy bandwidth) and floating-point operations.
 BYTES_MOVED = {name: inputs_and_output_bytes
-               for name in ("gpu_pointwise", "gpu_layernorm_gelu_residual", "gpu_softmax")}
+               for name in ("gpu_pointwise", "gpu_layernorm_gelu_residual", "gpu_softmax",
+                            "gpu_softmax_long_rows")}
 FLOPS = {"gpu_matmul_bias_relu": matmul_flops}
 
 

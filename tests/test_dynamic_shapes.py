@@ -10,28 +10,86 @@ import tessel
 from conftest import assert_compiled
 
 
-def test_linear_on_3d_input_matches_eager_for_every_size():
+# These tests run on both targets. On the test device's CPU tensors (the default), the
+# Triton target's kernels run in Triton's interpreter (TRITON_INTERPRET=1, set by
+# conftest); a GPU run (TESSEL_TEST_DEVICE=cuda) runs them on the GPU, Triton only.
+TARGETS = pytest.mark.parametrize("target", ["cpu", "triton"])
+
+
+def compile_dynamic(fn, target, device, dynamic=True):
+    if target == "cpu" and device.type != "cpu":
+        pytest.skip("the CPU target takes CPU tensors")
+    if isinstance(fn, torch.nn.Module):
+        fn.to(device)
+    return torch.compile(fn, backend="mlir", dynamic=dynamic,
+                         options={"target": target, "fallback": False})
+
+
+@TARGETS
+def test_linear_on_3d_input_matches_eager_for_every_size(target, device):
     """nn.Linear on [batch, seq, features] with dynamic=True views [s0, s1, 16] as
     [s0*s1, 16]: torch-mlir's lowering of that view was silently wrong. One compiled
     graph must give eager's answer for every size."""
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.LayerNorm(16))
-    compiled = torch.compile(model, backend="mlir", dynamic=True)
+    compiled = compile_dynamic(model, target, device)
     with torch.no_grad():
         for batch, seq in [(3, 5), (2, 7), (4, 9)]:
-            x = torch.randn(batch, seq, 16)
+            x = torch.randn(batch, seq, 16, device=device)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
     assert assert_compiled()["graphs_compiled"] == 1
 
 
-def test_expand_to_own_size_is_dropped_and_compiles():
+@TARGETS
+def test_expand_to_own_size_is_dropped_and_compiles(target, device):
     def fn(x):
         return torch.softmax(x.expand(x.shape[0], x.shape[1]) * 2, -1)
 
-    compiled = torch.compile(fn, backend="mlir", dynamic=True)
+    compiled = compile_dynamic(fn, target, device)
     for rows in (3, 6, 11):
-        x = torch.randn(rows, 8)
+        x = torch.randn(rows, 8, device=device)
         torch.testing.assert_close(compiled(x), fn(x))
     assert assert_compiled()["graphs_compiled"] == 1
+
+
+@TARGETS
+def test_five_batch_sizes_compile_once(target, device):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 2),
+                                torch.nn.Softmax(-1))
+    compiled = compile_dynamic(model, target, device)
+    with torch.no_grad():
+        for batch in (2, 3, 4, 9, 17):
+            x = torch.randn(batch, 8, device=device)
+            torch.testing.assert_close(compiled(x), model(x))
+    assert assert_compiled()["graphs_compiled"] == 1
+
+
+class SelfAttention(torch.nn.Module):
+    """Two-head self-attention with a residual and layer norm, over [batch, seq, 16]."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.out = torch.nn.Linear(16, 48), torch.nn.Linear(16, 16)
+        self.norm = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        q, k, v = (t.reshape(batch, seq, 2, 8).transpose(1, 2)
+                   for t in self.qkv(x).chunk(3, dim=-1))
+        attended = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return self.norm(x + self.out(attended.transpose(1, 2).reshape(batch, seq, 16)))
+
+
+@TARGETS
+def test_automatic_dynamic_recompiles_once_for_new_sequence_lengths(target, device):
+    """Without dynamic=True, Dynamo compiles the first shape statically and, when a size
+    changes, once more with that size dynamic; later lengths reuse that graph."""
+    model = SelfAttention()
+    compiled = compile_dynamic(model, target, device, dynamic=None)
+    with torch.no_grad():
+        for seq in (5, 7, 12, 3):
+            x = torch.randn(2, seq, 16, device=device)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert assert_compiled()["graphs_compiled"] == 2
 
 
 @dataclass(frozen=True)

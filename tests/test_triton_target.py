@@ -4,6 +4,7 @@
 import copy
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -475,6 +476,70 @@ def test_max_pooling_indices_read_the_loop_indices_and_gather():
     torch.testing.assert_close(actual[0], expected[0])
     assert torch.equal(actual[1], expected[1])
     assert_compiled()
+
+
+def test_all_and_any_reduce_with_bitwise_combiners():
+    def fn(x):
+        return torch.all(x > -1.5, dim=-1), torch.any(x > 2.0, dim=-1), (x > -3).all()
+    x = torch.randn(8, 40)
+    for actual, expected in zip(compile_triton(fn)(x), fn(x)):
+        assert torch.equal(actual, expected)
+    assert_compiled()
+
+
+def test_row_loop_with_results_of_two_types_is_launched_unwrapped(tmp_path):
+    """A transformer layer's backward has a row loop whose results differ in shape (a
+    layer norm gradient and per-row sums): it stays an unwrapped loop (form-kernels) and
+    is launched as a kernel all the same."""
+    model = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
+                                             batch_first=True, dropout=0.0)
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 10, 32, requires_grad=True)
+    x_eager = x.detach().clone().requires_grad_()
+    compile_triton(model, tmp_path / "dump")(x).sum().backward()
+    reference(x_eager).sum().backward()
+    torch.testing.assert_close(x.grad, x_eager.grad)
+    torch.testing.assert_close(model.linear1.weight.grad, reference.linear1.weight.grad)
+    counters = assert_compiled(2)
+    assert counters["backward_graphs_compiled"] == 1
+    (backward,) = tmp_path.glob("dump/*_backward/*_gpu.mlir")
+    assert "tessel.kernel = " in backward.read_text()
+
+
+def test_max_pooling_backward_scatters_through_index_put(tmp_path):
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    x_eager = x.detach().clone().requires_grad_()
+    compile_triton(lambda t: F.max_pool2d(t, 2), tmp_path / "dump")(x).sum().backward()
+    F.max_pool2d(x_eager, 2).sum().backward()
+    assert torch.equal(x.grad, x_eager.grad)
+    assert_compiled(2)
+    (host,) = tmp_path.glob("dump/*_backward/*_host_program.py")
+    assert "index_put_(" in host.read_text()
+
+
+def test_row_loop_index_read_in_a_body():
+    """Position ids (an arange) gathered from a table in the same row loop: the body
+    reads the loop's index."""
+    def fn(table):
+        positions = torch.arange(8)
+        return table[positions] * 2, positions
+    table = torch.randn(16, 32)
+    actual, expected = compile_triton(fn)(table), fn(table)
+    torch.testing.assert_close(actual[0], expected[0])
+    assert torch.equal(actual[1], expected[1])
+    assert_compiled()
+
+
+def test_repeated_blocks_share_one_kernel_function(tmp_path):
+    """Two identical layers generate the same kernel twice: the module defines it once,
+    and both launches call it, each through its own launcher."""
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU(),
+                                torch.nn.Linear(32, 32), torch.nn.GELU())
+    kernels, host = checked_against_eager(model, torch.randn(8, 32), tmp_path / "dump")
+    (function,) = set(re.findall(r"KernelLauncher\((\w+),", host))
+    assert host.count(f"KernelLauncher({function},") == 2
+    assert kernels.count(f"def {function}(") == 1
+    assert len(re.findall(r"def main_kernel_\d+\(in0", kernels)) == 1
 
 
 _IOTA_KERNEL = """

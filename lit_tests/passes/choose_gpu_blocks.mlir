@@ -39,6 +39,32 @@ func.func @gemm_and_pointwise(%a: tensor<64x64xbf16>, %c: tensor<64x64xbf16>) ->
 
 // -----
 
+// A row of dynamic size loops over dynamic-row-block chunks. This row loop has results
+// of two types, so form-kernels left it unwrapped, named by `tessel.kernel`: it is
+// sized like any kernel.
+// CHECK-LABEL: func.func @dynamic_row_left_unwrapped
+// CHECK:         tessel.gpu = {block = array<i64: 1024>, kind = "row_looped", num_warps = 4 : i64}, tessel.kernel = "k0"
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+func.func @dynamic_row_left_unwrapped(%x: tensor<8x?xf32>, %n: index) -> (tensor<8x?xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32>
+  %f:2 = scf.forall (%i) in (8) shared_outs(%o = %x, %s = %e) -> (tensor<8x?xf32>, tensor<8xf32>) {
+    %row = tensor.extract_slice %x[%i, 0] [1, %n] [1, 1] : tensor<8x?xf32> to tensor<1x?xf32>
+    %twice = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]} ins(%row : tensor<1x?xf32>) outs(%row : tensor<1x?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %d = arith.addf %in, %in : f32
+      linalg.yield %d : f32
+    } -> tensor<1x?xf32>
+    %one = tensor.extract_slice %s[%i] [1] [1] : tensor<8xf32> to tensor<1xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %twice into %o[%i, 0] [1, %n] [1, 1] : tensor<1x?xf32> into tensor<8x?xf32>
+      tensor.parallel_insert_slice %one into %s[%i] [1] [1] : tensor<1xf32> into tensor<8xf32>
+    }
+  } {tessel.kernel = "k0"}
+  return %f#0, %f#1 : tensor<8x?xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Ops outside kernels get no block sizes.
 // CHECK-LABEL: func.func @negative_no_kernels
 // CHECK-NOT:     tessel.gpu

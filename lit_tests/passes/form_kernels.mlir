@@ -57,3 +57,40 @@ func.func @convolution(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %init: 
       ins(%x, %w : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) outs(%init : tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
   return %y : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// A loop nest whose results differ in type stays unwrapped (a tkern.kernel's results
+// share one type), named as the kernel it is.
+// CHECK-LABEL: func.func @results_of_two_types
+// CHECK-NOT:     tkern.kernel
+// CHECK:         linalg.generic {{.*}} attrs = {tessel.kernel = "results_of_two_types_kernel_0"}
+#line = affine_map<(d0) -> (d0)>
+func.func @results_of_two_types(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  %e = tensor.empty() : tensor<4xf32>
+  %ei = tensor.empty() : tensor<4xi32>
+  %r:2 = linalg.generic {indexing_maps = [#line, #line, #line], iterator_types = ["parallel"]}
+      ins(%a : tensor<4xf32>) outs(%e, %ei : tensor<4xf32>, tensor<4xi32>) {
+  ^bb0(%in: f32, %out: f32, %out_i: i32):
+    %i = arith.fptosi %in : f32 to i32
+    linalg.yield %in, %i : f32, i32
+  } -> (tensor<4xf32>, tensor<4xi32>)
+  return %r#0, %r#1 : tensor<4xf32>, tensor<4xi32>
+}
+
+// -----
+
+// A scatter (max pooling's backward) is a library call: aten's index_put_ on the GPU.
+// CHECK-LABEL: func.func @scatter
+// CHECK:         "tkern.library_call"() ({
+// CHECK:           tm_tensor.scatter
+// CHECK:         }) {callee = "scatter"}
+func.func @scatter(%updates: tensor<3xf32>, %indices: tensor<3x1xi64>, %into: tensor<8xf32>) -> tensor<8xf32> {
+  %r = tm_tensor.scatter {dimension_map = array<i64: 0>} unique_indices(false)
+      ins(%updates, %indices : tensor<3xf32>, tensor<3x1xi64>) outs(%into : tensor<8xf32>) {
+  ^bb0(%update: f32, %current: f32):
+    %sum = arith.addf %current, %update : f32
+    tm_tensor.yield %sum : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.form_kernels import KERNEL_OPS
+from tessel.passes.form_kernels import is_kernel, kernel_body
 from tessel.passes.fuse_tiles import pooling_window
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
@@ -35,7 +35,9 @@ class ChooseGpuBlocksPass(ModulePass):
     (kind "library"); a gemm library call gets a tensor-core tile (128x128x64 for
     f16/bf16, 64x64x32 otherwise); a row-fused kernel (scf.forall over rows) whose row
     fits `max-persistent-row` elements is "persistent" (one block holds the row, block =
-    next power of two) and otherwise "looped" over the row in `looped-block` chunks; any
+    next power of two) and otherwise "looped" over the row in `looped-block` chunks, or
+    `dynamic-row-block` chunks for a row of dynamic size (rows as short as attention's,
+    a sequence long, must not each loop over a mostly masked 4096-element chunk); any
     other kernel is "pointwise" with `pointwise-block` elements per program. Warps grow
     with the block: block / 256, between 1 and 16.
     """
@@ -43,10 +45,11 @@ class ChooseGpuBlocksPass(ModulePass):
     name: ClassVar[str] = "choose-gpu-blocks"
     max_persistent_row: int = 8192
     looped_block: int = 4096
+    dynamic_row_block: int = 1024
     pointwise_block: int = 1024
 
     def run(self, module: ir.Operation) -> None:
-        kernels = ir.ops_where(module, lambda op: op.name in KERNEL_OPS)
+        kernels = ir.ops_where(module, is_kernel)
         with module.context:
             for kernel in kernels:
                 kernel.attributes[ATTRIBUTE] = self.decide(kernel)
@@ -60,14 +63,14 @@ class ChooseGpuBlocksPass(ModulePass):
             tensor_core = str(result_type.element_type) in ("f16", "bf16")
             block = [128, 128, 64] if tensor_core else [64, 64, 32]
             return _dictionary("gemm", block, 8 if tensor_core else 4)
-        body = [op.operation for op in kernel.regions[0].blocks[0].operations]
-        forall = next((op for op in body if op.name == "scf.forall"), None)
+        forall = next((op for op in kernel_body(kernel) if op.name == "scf.forall"), None)
         if forall is not None and result_type is not None:
             row = _row_points(forall, _numel(result_type))
             if row is not None and row <= self.max_persistent_row:
                 block = _next_power_of_two(row)
                 return _dictionary("row_persistent", [block], _warps(block))
-            return _dictionary("row_looped", [self.looped_block], _warps(self.looped_block))
+            block = self.looped_block if row is not None else self.dynamic_row_block
+            return _dictionary("row_looped", [block], _warps(block))
         return _dictionary("pointwise", [self.pointwise_block], _warps(self.pointwise_block))
 
 

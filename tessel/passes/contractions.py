@@ -45,9 +45,12 @@ def is_contraction(op: ir.Operation) -> bool:
 
 def library_callee(op: ir.Operation) -> str | None:
     """The library routine that implements `op`, if any: "gemm" for contractions,
-    "conv2d" for a named NCHW convolution."""
+    "conv2d" for a named NCHW convolution, "scatter" for tm_tensor.scatter (aten's
+    index_put_ on the GPU, which accumulates colliding indices atomically)."""
     if op.name in NAMED_CONVOLUTIONS:
         return "conv2d"
+    if op.name == "tm_tensor.scatter":
+        return "scatter"
     if op.name.startswith("linalg.") and is_contraction(op):
         return "gemm"
     return None

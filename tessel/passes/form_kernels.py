@@ -8,6 +8,28 @@ from tessel.passes.contractions import library_callee
 from tessel.passes.registry import ModulePass, register
 
 KERNEL_OPS = ("tkern.kernel", "tkern.library_call")
+# A loop nest whose results differ in type cannot be a tkern.kernel (IRDL results are
+# homogeneous, see tessel/dialects/kernel.py): it stays unwrapped, and this attribute
+# names the kernel it is.
+UNWRAPPED_KERNEL = "tessel.kernel"
+
+
+def is_kernel(op: ir.Operation) -> bool:
+    """A tkern.kernel or library call, or a loop nest left unwrapped as a kernel."""
+    return op.name in KERNEL_OPS or UNWRAPPED_KERNEL in op.attributes
+
+
+def kernel_name(op: ir.Operation) -> str:
+    attribute = "sym_name" if op.name == KERNEL_OPS[0] else UNWRAPPED_KERNEL
+    return ir.StringAttr(op.attributes[attribute]).value
+
+
+def kernel_body(op: ir.Operation) -> list[ir.Operation]:
+    """The ops a kernel runs: its region's (with the tkern.yield), or the unwrapped
+    loop nest itself."""
+    if op.name in KERNEL_OPS:
+        return [o.operation for o in op.regions[0].blocks[0].operations]
+    return [op]
 
 
 def _is_kernel_root(op: ir.Operation) -> bool:
@@ -24,8 +46,9 @@ class FormKernelsPass(ModulePass):
     becomes one `tkern.kernel`; contractions become `tkern.library_call {callee =
     "gemm"}`, and named NCHW convolutions (left named by the gpu pipeline)
     `tkern.library_call {callee = "conv2d"}`. What is a kernel, and how many there
-    are, is then visible in the IR and counted by the targets. Ops whose results differ in type stay unwrapped
-    (see tessel/dialects/kernel.py on IRDL's homogeneous variadics).
+    are, is then visible in the IR and counted by the targets. Ops whose results differ
+    in type stay unwrapped, named by a `tessel.kernel` attribute (see
+    tessel/dialects/kernel.py on IRDL's homogeneous variadics).
     """
 
     name: ClassVar[str] = "form-kernels"
@@ -41,6 +64,8 @@ class FormKernelsPass(ModulePass):
     @staticmethod
     def _wrap(op: ir.Operation, kernel_name: str) -> None:
         if len({str(r.type) for r in op.results}) > 1:
+            with op.context:
+                op.attributes[UNWRAPPED_KERNEL] = ir.StringAttr.get(kernel_name)
             return
         callee = library_callee(op)
         library = callee is not None

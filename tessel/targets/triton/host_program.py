@@ -1,7 +1,8 @@
 """Generates the Triton target's host program: readable Python that walks `main` in
 order, allocates each kernel's output buffers, launches the Triton kernels, calls aten
 for the library calls (gemms: cuBLAS, convolutions: cuDNN), and reshapes, pads and
-concatenates in between."""
+concatenates in between. Dynamic sizes are computed from the graph's inputs
+(sizes.host_expression) where buffers are allocated, views shaped and kernels launched."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import torch
 
 from tessel import ir
 from tessel.frontend.signature import GraphSignature, TensorInput
-from tessel.passes.form_kernels import KERNEL_OPS
+from tessel.passes.form_kernels import is_kernel, kernel_name
+from tessel.targets.triton import sizes
 from tessel.targets.triton.kernel_source import (
+    CMPI_OPERATORS,
+    CMPI_PREDICATES,
     TORCH_DTYPES,
     KernelSource,
     UnsupportedKernel,
@@ -20,9 +24,15 @@ from tessel.targets.triton.kernel_source import (
 )
 
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
+# Integer arithmetic on sizes at the host level, as Python (torch-mlir's view lowering
+# infers a -1 size with it); divsi truncates toward zero, as Python's // does not.
+_SIZE_ARITHMETIC = {"arith.addi": "({} + {})", "arith.subi": "({} - {})",
+                    "arith.muli": "({} * {})", "arith.divsi": "int({} / {})",
+                    "arith.select": "({1} if {0} else {2})"}
+_SIZE_CASTS = ("arith.index_cast", "arith.extui", "arith.extsi", "arith.trunci")
 
 
-def _shape_text(shape: list[int]) -> str:
+def _shape_text(shape: list[int | str]) -> str:
     return "(" + "".join(f"{size}, " for size in shape).removesuffix(" ") + ")"
 
 
@@ -61,7 +71,8 @@ def _rounds_on_read(use, half: ir.Type) -> bool:
     truncates that input to `half`."""
     generic = ir.operation_of(use.owner)
     if generic is None or generic.name != "linalg.generic" or \
-            _main_level_user(use).name != "tkern.kernel":
+            _main_level_user(use).name == "tkern.library_call" or \
+            not is_kernel(_main_level_user(use)):
         return False
     inputs = len(generic.operands) - len(generic.results)
     if use.operand_number >= inputs:
@@ -92,6 +103,29 @@ def matmul_in_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.matmul(a.float(), b.float())
 
 
+_AFFINE_BINARY = ((ir.AffineAddExpr, "+"), (ir.AffineMulExpr, "*"),
+                  (ir.AffineFloorDivExpr, "//"), (ir.AffineModExpr, "%"))
+
+
+def _affine_python(expr, operands: list[str], n_dims: int) -> str:
+    """An affine expression over `operands` (the map's dims, then its symbols) as
+    Python on ints (floordiv and mod round as Python's // and % do)."""
+    if isinstance(expr, ir.AffineConstantExpr):
+        return str(expr.value)
+    if isinstance(expr, ir.AffineDimExpr):
+        return operands[expr.position]
+    if isinstance(expr, ir.AffineSymbolExpr):
+        return operands[n_dims + expr.position]
+    if isinstance(expr, ir.AffineCeilDivExpr):
+        return (f"-(-{_affine_python(expr.lhs, operands, n_dims)} // "
+                f"{_affine_python(expr.rhs, operands, n_dims)})")
+    for kind, operator in _AFFINE_BINARY:
+        if isinstance(expr, kind):
+            return (f"({_affine_python(expr.lhs, operands, n_dims)} {operator} "
+                    f"{_affine_python(expr.rhs, operands, n_dims)})")
+    raise UnsupportedKernel("affine.apply", f"the expression {expr}")
+
+
 def _strides(shape: list[int], channels_last: bool) -> list[int]:
     """Contiguous strides of `shape`, or channels-last (NHWC order) ones for an NCHW shape."""
     order = [0, 2, 3, 1] if channels_last else list(range(len(shape)))
@@ -111,7 +145,7 @@ def _concat_chains(ops: list[ir.Operation]) -> dict[ir.Value, list[ir.Operation]
     every concat is then a view of that buffer, instead of a copy of all its pieces."""
     chains: list[list[ir.Operation]] = []
     for op in ops:
-        if op.name != "tensor.concat":
+        if op.name != "tensor.concat" or not ir.ShapedType(op.results[0].type).has_static_shape:
             continue
         dim = ir.IntegerAttr(op.attributes["dim"]).value
         pieces = list(op.operands)
@@ -136,14 +170,18 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
     letters = "abcdefghijklmnopqrstuvwxyz"
     terms = ["".join(letters[e.position] for e in affine_map.results) for affine_map in maps]
     output = terms[2]
-    (k,) = set(terms[0] + terms[1]) - set(output) or ("",)
+    widen = "" if matmul == "torch.matmul" else ".float()"
+    einsum = f"torch.einsum('{terms[0]},{terms[1]}->{output}', {a}{widen}, {b}{widen})"
+    contracted = set(terms[0] + terms[1]) - set(output)
+    if len(contracted) != 1:
+        return einsum  # an outer product, or several dims contracted at once
+    (k,) = contracted
     batch, m, n = output[:-2], output[-2:-1], output[-1:]
     operands = []
     for name, term, pair in ((a, terms[0], {m, k}), (b, terms[1], {k, n})):
         leading, last_two = term[:-2], term[-2:]
         if len(term) < 2 or set(last_two) != pair or not batch.endswith(leading):
-            widen = "" if matmul == "torch.matmul" else ".float()"
-            return f"torch.einsum('{terms[0]},{terms[1]}->{output}', {a}{widen}, {b}{widen})"
+            return einsum
         in_order = last_two == (m + k if name == a else k + n)
         operands.append(name if in_order else f"{name}.transpose(-2, -1)")
     return f"{matmul}({operands[0]}, {operands[1]})"
@@ -210,11 +248,11 @@ class _HostWriter:
 
     @staticmethod
     def _inside_a_kernel(use) -> bool:
-        return _main_level_user(use).name in KERNEL_OPS
+        return is_kernel(_main_level_user(use))
 
-    def fresh(self) -> str:
+    def fresh(self, stem: str = "buf") -> str:
         self.counter += 1
-        return f"buf{self.counter}"
+        return f"{stem}{self.counter}"
 
     def name_of(self, value: ir.Value) -> str:
         if value not in self.names:
@@ -223,13 +261,13 @@ class _HostWriter:
 
     def write(self) -> list[str]:
         for op in self.ops:
-            if op.name == "tkern.kernel":
+            if op.name == "tkern.library_call":
+                self.library_call(op)
+            elif is_kernel(op):
                 if not op.results or op.results[0] not in self.skipped_fills:
                     self.launch(op)
-            elif op.name == "tkern.library_call":
-                self.library_call(op)
             elif op.name in _VIEWS:
-                shape = list(op.results[0].type.shape)
+                shape = self.shape_of(op.results[0])
                 self.view(op.results[0], op.operands[0],
                           f"{self.name_of(op.operands[0])}.reshape{_shape_text(shape)}")
             elif op.name == "tensor.pad":
@@ -243,8 +281,17 @@ class _HostWriter:
                 self.names[op.results[0]] = self.name_of(op.operands[0])
             elif op.name == "arith.constant":
                 self.constant(op)
+            elif op.name == "cf.assert":
+                # A size check of torch-mlir's lowering: a failure runs the graph eagerly.
+                message = ir.StringAttr(op.attributes["msg"]).value
+                self.lines += [f"if not {self.name_of(op.operands[0])}:",
+                               f"    raise RuntimeCheckFailed('tessel: a runtime check of the "
+                               f"compiled graph failed: ' + {message!r})"]
             elif op.name in ("tensor.empty", "func.return"):
                 continue  # outputs are allocated where a kernel writes them
+            elif op.name in _SIZE_ARITHMETIC or op.name in _SIZE_CASTS or \
+                    op.name in ("tensor.dim", "arith.cmpi", "affine.apply", "tensor.from_elements"):
+                self.size_arithmetic(op)
             else:
                 raise UnsupportedKernel(op.name, "at the host level of the Triton target")
         return self.lines
@@ -255,11 +302,26 @@ class _HostWriter:
         self.names[value] = name
         return name
 
-    def empty(self, shape: list[int], element: str) -> str:
+    def shape_of(self, value: ir.Value) -> list[int | str]:
+        """`value`'s sizes as host Python: literals, or expressions of the inputs."""
+        try:
+            return [self.size(extent) for extent in sizes.shape(value)]
+        except sizes.UnknownSize as error:
+            raise UnsupportedKernel(value.get_name(), str(error)) from error
+
+    def size(self, extent: sizes.Extent) -> int | str:
+        return extent if isinstance(extent, int) else sizes.host_expression(extent, self.name_of)
+
+    def empty(self, shape: list[int | str], element: str) -> str:
         """A new buffer, channels-last where the network keeps 4-D tensors so.
         empty_strided: measured 4.3 us a call on an H100 host, against 6.5 for empty
         with a memory format."""
-        strides = _strides(shape, self.channels_last and len(shape) == 4)
+        channels_last = self.channels_last and len(shape) == 4
+        if not all(isinstance(size, int) for size in shape):
+            layout = ", memory_format=torch.channels_last" if channels_last else ""
+            return (f"torch.empty({_shape_text(shape)}, dtype={TORCH_DTYPES[element]}, "
+                    f"device=device{layout})")
+        strides = _strides(shape, channels_last)
         return (f"torch.empty_strided({_shape_text(shape)}, {_shape_text(strides)}, "
                 f"dtype={TORCH_DTYPES[element]}, device=device)")
 
@@ -269,31 +331,62 @@ class _HostWriter:
         name = self.assign(value, expression)
         self.viewed_input[name] = self.viewed_input.get(source_name, source_name)
 
+    def size_arithmetic(self, op: ir.Operation) -> None:
+        """A scalar of `main` (a size, or a step in computing one) as a Python int or
+        bool; a kernel that needs it takes it as a size argument (sizes.py)."""
+        operands = [self.name_of(v) for v in op.operands]
+        if op.name == "tensor.dim":
+            expression = f"{operands[0]}.shape[{operands[1]}]"
+        elif op.name in _SIZE_CASTS:
+            (expression,) = operands
+        elif op.name == "tensor.from_elements":  # a shape, for tensor.reshape
+            expression = f"({''.join(operand + ', ' for operand in operands)})"
+        elif op.name == "affine.apply":
+            affine_map = ir.AffineMapAttr(op.attributes["map"]).value
+            (result,) = affine_map.results
+            expression = _affine_python(result, operands, affine_map.n_dims)
+        elif op.name == "arith.cmpi":
+            predicate = CMPI_PREDICATES[ir.IntegerAttr(op.attributes["predicate"]).value]
+            expression = f"({operands[0]} {CMPI_OPERATORS[predicate]} {operands[1]})"
+        else:
+            expression = _SIZE_ARITHMETIC[op.name].format(*operands)
+        self.names[op.results[0]] = self.fresh("size")
+        self.lines.append(f"{self.names[op.results[0]]} = {expression}")
+
     def constant(self, op: ir.Operation) -> None:
         result = op.results[0]
         if not isinstance(result.type, ir.ShapedType):
-            return  # scalars are literals inside the kernels
+            # A literal inside the kernels; the host reads it in size arithmetic.
+            self.names[result] = scalar_literal(op.attributes["value"])
+            return
         value = scalar_literal(op.attributes["value"])  # splats only; raises otherwise
         self.assign(result, f"torch.full({_shape_text(list(result.type.shape))}, {value}, "
                             f"dtype={TORCH_DTYPES[element_name(result)]}, device=device)")
 
     def launch(self, op: ir.Operation) -> None:
-        kernel = self.kernels[ir.StringAttr(op.attributes["sym_name"]).value]
+        kernel = self.kernels[kernel_name(op)]
         inputs = [self.name_of(value) for value in kernel.inputs]
         outputs = []
         for result, buffer in zip(op.results, kernel.results):
-            outputs.append(self.assign(result, self.empty(buffer.shape, buffer.element)))
+            shape = [self.size(extent) for extent in buffer.shape]
+            outputs.append(self.assign(result, self.empty(shape, buffer.element)))
         strides = [f"*{name}.stride()" for name, value in zip(inputs, kernel.inputs)
                    if value.type.rank]
         strides += [f"*{name}.stride()" for name, buffer in zip(outputs, kernel.results)
                     if buffer.shape]
+        strides += [str(self.size(root)) for root in kernel.sizes]
         for name in inputs:
             read = self.viewed_input.get(name, name)
             if read in self.input_names and read not in self.inputs_read_by_kernels:
                 self.inputs_read_by_kernels.append(read)
         launcher = f"launch_{kernel.name}"
-        self.launchers.append(f"{launcher} = KernelLauncher({kernel.name}, grid={kernel.grid}, "
-                              f"block={kernel.block}, num_warps={kernel.num_warps})")
+        grid = kernel.grid
+        if kernel.sizes:  # a function of the size arguments, which the launch passes last
+            parameters = ", ".join(f"size{index}" for index in range(len(kernel.sizes)))
+            grid = f"lambda {parameters}: ({''.join(f'{g}, ' for g in kernel.grid)})"
+        self.launchers.append(f"{launcher} = KernelLauncher({kernel.function}, grid={grid}, "
+                              f"block={kernel.block}, num_warps={kernel.num_warps}"
+                              + (f", sizes={len(kernel.sizes)})" if kernel.sizes else ")"))
         launch = f"{launcher}(direct, stream, {', '.join(inputs + outputs + strides)})"
         if not kernel.results:
             # Only runtime checks (tl.device_assert): Triton compiles them in under
@@ -303,10 +396,13 @@ class _HostWriter:
             self.lines.append(launch)
 
     def library_call(self, op: ir.Operation) -> None:
-        """A gemm (cuBLAS) or convolution (cuDNN) through aten, plus its accumulator's
-        initial value unless that is a folded zero fill."""
+        """A gemm (cuBLAS), convolution (cuDNN) or scatter through aten, plus its
+        accumulator's initial value unless that is a folded zero fill."""
         body = [o.operation for o in op.regions[0].blocks[0].operations]
         contraction = body[0]
+        if contraction.name == "tm_tensor.scatter":
+            self.scatter(op.results[0], contraction)
+            return
         if contraction.name == "linalg.conv_2d_nchw_fchw":
             product = self.convolution(contraction)
         elif len(body) == 2 and "indexing_maps" in contraction.attributes:
@@ -324,6 +420,34 @@ class _HostWriter:
         elif (constant := fill_constant(init)) not in ("0.0", "0"):
             product = f"{product} + {constant}"
         self.assign(op.results[0], product)
+
+    def scatter(self, result: ir.Value, scatter: ir.Operation) -> None:
+        """tm_tensor.scatter as index_put_ on a copy of its original: index column j
+        addresses dim j, and a body that adds the update to the original accumulates."""
+        updates, indices, original = scatter.operands
+        dimension_map = list(ir.DenseI64ArrayAttr(scatter.attributes["dimension_map"]))
+        if dimension_map != list(range(len(dimension_map))):
+            raise UnsupportedKernel(scatter.name, f"a dimension_map of {dimension_map}")
+        block = scatter.regions[0].blocks[0]
+        update, current = block.arguments
+        yielded = block.operations[len(block.operations) - 1].operands[0]
+        combiner = ir.operation_of(yielded.owner)
+        if yielded == update:
+            accumulate = False
+        elif combiner is not None and combiner.name in ("arith.addf", "arith.addi") and \
+                set(combiner.operands) == {update, current} and len(block.operations) == 2:
+            accumulate = True
+        else:
+            raise UnsupportedKernel(scatter.name, "a scatter that neither stores nor adds")
+        if original in self.skipped_fills:
+            shape = _shape_text(list(original.type.shape))
+            base = (f"torch.full({shape}, {fill_constant(original)}, "
+                    f"dtype={TORCH_DTYPES[element_name(original)]}, device=device)")
+        else:
+            base = f"{self.name_of(original)}.clone()"
+        buffer = self.assign(result, base)
+        self.lines.append(f"{buffer}.index_put_({self.name_of(indices)}.long().unbind(1), "
+                          f"{self.name_of(updates)}, accumulate={accumulate})")
 
     def convolution(self, conv: ir.Operation) -> str:
         image, weight = conv.operands[0], conv.operands[1]
@@ -373,18 +497,26 @@ class _HostWriter:
             self.assign(result, f"{buffer}.narrow({dim}, 0, {offset})")
 
     def slice(self, op: ir.Operation) -> str:
-        """A static tensor.extract_slice as a torch view (`x[a:b:s, ...]`), with the
-        dims a rank-reducing slice drops indexed away."""
-        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
-        sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-        strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
-        if len(op.operands) != 1:
-            raise UnsupportedKernel(op.name, "a slice with dynamic offsets or sizes")
-        items = [f"{o}:{o + (n - 1) * s + 1}" + (f":{s}" if s != 1 else "")
-                 for o, n, s in zip(offsets, sizes, strides)]
+        """A tensor.extract_slice as a torch view (`x[a:b:s, ...]`), with the dims a
+        rank-reducing slice drops indexed away."""
+        dynamic = iter(self.name_of(v) for v in list(op.operands)[1:])
+        per_dim = []
+        for attribute, marker in (("static_offsets", ir.ShapedType.get_dynamic_stride_or_offset()),
+                                  ("static_sizes", ir.ShapedType.get_dynamic_size()),
+                                  ("static_strides", ir.ShapedType.get_dynamic_stride_or_offset())):
+            per_dim.append([next(dynamic) if v == marker else v
+                            for v in ir.DenseI64ArrayAttr(op.attributes[attribute])])
+        items = []
+        for offset, size, step in zip(*per_dim):
+            if all(isinstance(v, int) for v in (offset, size, step)):
+                items.append(f"{offset}:{offset + (size - 1) * step + 1}"
+                             + (f":{step}" if step != 1 else ""))
+            else:
+                end = f"{offset} + ({size} - 1) * {step} + 1"
+                items.append(f"{offset}:{end}" + (f":{step}" if step != 1 else ""))
         view = f"{self.name_of(op.operands[0])}[{', '.join(items)}]"
-        shape = list(op.results[0].type.shape)
-        return view if shape == sizes else f"{view}.reshape{_shape_text(shape)}"
+        shape = self.shape_of(op.results[0])
+        return view if shape == per_dim[1] else f"{view}.reshape{_shape_text(shape)}"
 
     def pad(self, op: ir.Operation) -> None:
         """tensor.pad with a constant, as torch.nn.functional.pad (last dim first)."""

@@ -14,8 +14,12 @@ The pipeline leaves two shapes of kernel (see fuse-tiles and choose-gpu-blocks):
 
 Inside a kernel every value is a row (a [BLOCK] vector over the flattened iteration
 space `r`) or a per-program scalar. Anything else (a row read through a different
-map, partial reductions of a row, rows larger than a block, dynamic sizes) raises
-UnsupportedKernel, naming the op; the graph then runs eagerly around it.
+map, partial reductions of a row) raises UnsupportedKernel, naming the op; the graph
+then runs eagerly around it.
+
+Dynamic sizes are int parameters (`size0`, ...) that the host passes: each is a root
+of sizes.py, so the host computes it from the graph's inputs. Index arithmetic, masks,
+row loops and grids then use the parameter where a static kernel has a literal.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ import math
 from dataclasses import dataclass, field
 
 from tessel import ir
+from tessel.passes.form_kernels import kernel_body, kernel_name
 from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
+from tessel.targets.triton import sizes
 
 # Result dtypes as torch spells them, for the host program.
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
@@ -59,6 +65,16 @@ def _product(a, b):
 
 
 @triton.jit
+def _bitwise_and(a, b):
+    return a & b
+
+
+@triton.jit
+def _bitwise_or(a, b):
+    return a | b
+
+
+@triton.jit
 def _power(x, y):
     # powf through exp2 and log2 (libdevice.pow does not run in TRITON_INTERPRET mode,
     # where the tests check these kernels): a negative base takes an integral
@@ -84,7 +100,7 @@ _UNARY_CALLS = {"math.exp": "tl.exp", "math.exp2": "tl.exp2", "math.log": "tl.lo
 _CMPF = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "une": "!="}
 # Unordered predicates: true when either side is NaN, else the ordered comparison.
 _CMPF_UNORDERED = {"ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<="}
-_CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+CMPI_OPERATORS = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
 # In a body's `names`: the loop indices' expressions (per dim) and their kind.
 _LOOP_INDICES = "loop indices"
@@ -99,10 +115,13 @@ _COMBINERS = {
     "arith.minimumf": ("tl.reduce({x}, 0, _minimum)", "float('inf')", "_minimum({init}, {x})"),
     "arith.maxnumf": ("tl.max({x}, axis=0)", "float('-inf')", "tl.maximum({init}, {x})"),
     "arith.minnumf": ("tl.min({x}, axis=0)", "float('inf')", "tl.minimum({init}, {x})"),
+    # torch.all and torch.any (masks); all bits set is -1, or True for i1.
+    "arith.andi": ("tl.reduce({x}, 0, _bitwise_and)", "-1", "{init} & {x}"),
+    "arith.ori": ("tl.reduce({x}, 0, _bitwise_or)", "0", "{init} | {x}"),
 }
 _CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
                     "uge", "ult", "ule", "une", "uno", "true"]
-_CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 
 class UnsupportedKernel(Exception):
@@ -116,7 +135,7 @@ class UnsupportedKernel(Exception):
 @dataclass
 class KernelResult:
     """A buffer the kernel writes whole, through strides the host passes."""
-    shape: list[int]
+    shape: list[sizes.Extent]       # static sizes, or roots the host computes
     element: str                    # MLIR element type: f32, bf16, ...
 
 
@@ -127,16 +146,20 @@ class KernelSource:
     source: str                     # the @triton.jit function
     inputs: list[ir.Value]          # main-level tensors it reads, in parameter order
     results: list[KernelResult]     # buffers it writes, after the inputs
-    grid: tuple[int, ...]
+    grid: tuple[int | str, ...]     # programs; a str is Python over the size parameters
     block: int
     num_warps: int
+    sizes: list[sizes.Root] = field(default_factory=list)  # size parameters, last
+    # The @triton.jit function that runs it: `name`, or an earlier kernel's with the same
+    # source (repeated blocks of a network), which Triton then compiles once.
+    function: str = ""
+
+    def __post_init__(self):
+        self.function = self.function or self.name
 
 
-def _static_shape(value: ir.Value, where: str) -> list[int]:
-    shaped = ir.ShapedType(value.type)
-    if not shaped.has_static_shape:
-        raise UnsupportedKernel(where, f"dynamic sizes ({value.type}) are not supported yet")
-    return list(shaped.shape)
+def _rank(value: ir.Value) -> int:
+    return ir.ShapedType(value.type).rank
 
 
 def element_name(value: ir.Value) -> str:
@@ -178,19 +201,20 @@ def _reduction_dims(generic: ir.Operation) -> set[int]:
             if "reduction" in str(it)}
 
 
-def _row_extent(generic: ir.Operation) -> list[int]:
-    """The dims of size > 1 that `r` spans for this op: the output points of a pooling
-    window, the whole iteration space otherwise."""
-    skipped = pooling_window(generic) or []
-    return [size for d, size in enumerate(_domain(generic)) if size != 1 and d not in skipped]
+def _times(a: int | str, b: int | str) -> int | str:
+    """a * b, folded where both are literals; a str is a Python expression."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if a == 1 or b == 1:
+        return b if a == 1 else a
+    return f"{a} * {b}"
 
 
-def _domain(generic: ir.Operation) -> list[int]:
-    """The static loop ranges of a linalg.generic."""
-    ranges = loop_ranges(generic)
-    if None in ranges:
-        raise UnsupportedKernel("linalg.generic", "dynamic sizes are not supported yet")
-    return ranges
+def _points(extents: list[int | str]) -> int | str:
+    total = 1
+    for extent in extents:
+        total = _times(total, extent)
+    return total
 
 
 @dataclass
@@ -212,12 +236,13 @@ class _Writer:
     slices: dict = field(default_factory=dict)          # Value -> _Slice
     inputs: list = field(default_factory=list)          # main-level tensors read
     results: list = field(default_factory=list)         # KernelResult per output buffer
-    row_shape: list[int] | None = None                  # the iteration space `r` covers
+    row_shape: list | None = None                       # the iteration space `r` covers
     channels_last: bool = False                         # flat 4-D spaces in NHWC order
     narrowed: frozenset = frozenset()                   # inputs held narrower than typed
     indent: str = ""                                    # inside a looped row's chunk loop
     accumulating: ir.Operation | None = None            # the reduction a looped pass feeds
     accumulator: tuple | None = None                    # (name, identity) it accumulated in
+    size_roots: list = field(default_factory=list)      # root per size parameter
     counter: int = 0
 
     # ----------------------------------------------------------------- names
@@ -229,6 +254,44 @@ class _Writer:
     def emit(self, line: str) -> None:
         self.lines.append(self.indent + line)
 
+    def size(self, extent: sizes.Extent) -> int | str:
+        """A static extent, or the name of the size parameter that holds it."""
+        if isinstance(extent, int):
+            return extent
+        if extent not in self.size_roots:
+            self.size_roots.append(extent)
+        return f"size{self.size_roots.index(extent)}"
+
+    def same_extent(self, a: int | str, b: int | str) -> bool:
+        """Whether two extents of fused generics are the same. A size the host computes
+        (a "value" root) cannot be traced to an input's dim, so it is taken to equal
+        another dynamic size in its place: the generics were fused as producer and
+        consumer, and torch-mlir's runtime checks hold such sizes equal."""
+        if a == b:
+            return True
+        roots = [self.size_roots[int(e.removeprefix("size"))] for e in (a, b)
+                 if isinstance(e, str)]
+        return len(roots) == 2 and any(root[0] == "value" for root in roots)
+
+    def shape(self, value: ir.Value) -> list[int | str]:
+        return [self.size(extent) for extent in sizes.shape(value)]
+
+    def domain(self, generic: ir.Operation) -> list[int | str]:
+        """The loop ranges of a linalg.generic: ints, or size parameters."""
+        ranges = loop_ranges(generic)
+        for dim, static in enumerate(ranges):
+            if static is None:
+                ranges[dim] = self.size(_loop_extent(generic, dim))
+        return ranges
+
+    def row_extent(self, generic: ir.Operation) -> list[int | str]:
+        """The dims of size > 1 that `r` spans for this op: the output points of a pooling
+        window, the whole iteration space otherwise (a dynamic size is never 1: Dynamo
+        specializes sizes 0 and 1)."""
+        skipped = pooling_window(generic) or []
+        return [size for d, size in enumerate(self.domain(generic))
+                if size != 1 and d not in skipped]
+
     def input_pointer(self, value: ir.Value) -> str:
         for index, known in enumerate(self.inputs):
             if known == value:
@@ -238,13 +301,14 @@ class _Writer:
 
     # ----------------------------------------------------------------- indices
 
-    def local_indices(self, domain: list[int]) -> tuple[list[str], str]:
+    def local_indices(self, domain: list[int | str]) -> tuple[list[str], str]:
         """Per loop dim, the Python expression of its index over a generic's domain,
         and the domain's kind: "row" (spans `r`) or "scalar" (all dims of size 1)."""
         wide = [size for size in domain if size != 1]
         if not wide:
             return ["0"] * len(domain), "scalar"
-        if wide != self.row_shape:
+        if len(wide) != len(self.row_shape) or \
+                not all(map(self.same_extent, wide, self.row_shape)):
             raise UnsupportedKernel("linalg.generic", f"iteration space {domain} differs "
                                     f"from the kernel's {self.row_shape}")
         # The order `r` walks the row's dims in is decided on the row (its dims of size
@@ -259,9 +323,9 @@ class _Writer:
         indices, inner = ["0"] * len(domain), 1
         for position in fastest_first:
             size = domain[dims[position]]
-            indices[dims[position]] = (f"((r // {inner}) % {size})" if inner > 1
+            indices[dims[position]] = (f"((r // ({inner})) % {size})" if inner != 1
                                        else f"(r % {size})")
-            inner *= size
+            inner = _times(inner, size)
         return indices, "row"
 
     def address(self, pointer_strides: list[str], offsets: list[str], exprs: list[str]) -> str:
@@ -313,7 +377,7 @@ class _Writer:
         if len(op.results) and op.results[0] in self.registers \
                 and self.registers[op.results[0]][1] == "scalar":
             return  # a looped row's reduction, computed by an earlier pass
-        domain = _domain(op)
+        domain = self.domain(op)
         window = pooling_window(op)
         if window is not None:
             self.window_reduction(op, domain, window)
@@ -349,6 +413,8 @@ class _Writer:
                 raise UnsupportedKernel("linalg.generic", "the reduction reads its init twice")
             reduce_call, identity, merge = _COMBINERS[combiner.name]
             element = element_name(op.results[0])
+            if element == "i1" and identity == "-1":
+                identity = "1"
             masked = self.fresh()
             prologue = _as_expression(self.value(others[0], names))
             self.emit(f"{masked} = tl.where(mask, {prologue}, "
@@ -389,15 +455,17 @@ class _Writer:
         self.emit(f"{reduced} = {reduce_call.format(x=row)}")
         n_inputs = len(op.operands) - 1
         init, _ = self.read(op.operands[n_inputs], _maps(op)[n_inputs],
-                            ["0"] * len(_domain(op)), "scalar")
+                            ["0"] * len(loop_ranges(op)), "scalar")
         result = self.fresh()
         self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
         self.registers[op.results[0]] = (result, "scalar")
 
-    def window_reduction(self, op: ir.Operation, domain: list[int],
+    def window_reduction(self, op: ir.Operation, domain: list[int | str],
                          reductions: list[int]) -> None:
         """A reduction over a small window per output point (pooling): unrolled, one
         step per window position, the body applied as written (any combiner)."""
+        if not all(isinstance(domain[d], int) for d in reductions):
+            raise UnsupportedKernel("linalg.generic", "a reduction window of dynamic size")
         window = [range(domain[d]) for d in reductions]
         if math.prod(len(w) for w in window) > MAX_POOLING_WINDOW or len(op.results) != 1:
             raise UnsupportedKernel("linalg.generic", f"a reduction window of "
@@ -431,6 +499,8 @@ class _Writer:
             return self.literals[value]
         if value in self.registers:
             return self.registers[value]
+        if value in self.program_ids:
+            return self.program_ids[value], "scalar"  # a row loop's index (positions)
         raise UnsupportedKernel("linalg.generic", "a body value defined outside the kernel")
 
     def body_op(self, op: ir.Operation, names: dict) -> None:
@@ -514,11 +584,11 @@ class _Writer:
                 return f"(({a} == {a}) & ({b} == {b}) & ({a} != {b}))"
             raise UnsupportedKernel(name, f"predicate {predicate}")
         if name == "arith.cmpi":
-            predicate = _CMPI_PREDICATES[ir.IntegerAttr(op.attributes["predicate"]).value]
+            predicate = CMPI_PREDICATES[ir.IntegerAttr(op.attributes["predicate"]).value]
             a, b = args
             if predicate.startswith("u"):  # ult, ule, ugt, uge compare the bits unsigned
                 a, b = (_unsigned(op.operands[i], typed[i]) for i in range(2))
-            return f"{a} {_CMPI[predicate]} {b}"
+            return f"{a} {CMPI_OPERATORS[predicate]} {b}"
         if name in ("arith.extui", "arith.uitofp"):
             # Zero-extend: the signed Triton type of the source would sign-extend.
             unsigned = _unsigned(op.operands[0], typed[0])
@@ -625,25 +695,37 @@ def _cast_literal(literal: str, element: str) -> str:
 
 def generate(kernel: ir.Operation, channels_last: bool = False,
              narrowed: frozenset = frozenset()) -> KernelSource:
-    """The Triton source of `kernel` (a tkern.kernel with a `tessel.gpu` decision).
+    """The Triton source of `kernel` (form_kernels.is_kernel, with a `tessel.gpu` decision).
     With `channels_last`, pointwise kernels walk 4-D tensors in NHWC order (the host
     keeps a convolution network's activations channels-last). Inputs in `narrowed`
     are held in a narrower float type than their IR type (host_program.narrowed_values)
     and are widened as they are loaded."""
     decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
-    name = ir.StringAttr(kernel.attributes["sym_name"]).value
-    writer = _Writer(name, ir.DenseI64ArrayAttr(decision["block"])[0], narrowed=narrowed)
+    writer = _Writer(kernel_name(kernel), ir.DenseI64ArrayAttr(decision["block"])[0],
+                     narrowed=narrowed)
     num_warps = ir.IntegerAttr(decision["num_warps"]).value
-    body = [op.operation for op in kernel.regions[0].blocks[0].operations]
+    body = kernel_body(kernel)
     forall = next((op for op in body if op.name == "scf.forall"), None)
     _capture_constants(kernel, writer)
-    if forall is not None:
-        grid = _row_kernel(writer, forall, body)
-    else:
-        writer.channels_last = channels_last
-        grid = _flat_kernel(writer, body)
-    return KernelSource(name, _function_source(writer), writer.inputs, writer.results,
-                        grid, writer.block, num_warps)
+    try:
+        if forall is not None:
+            grid = _row_kernel(writer, forall, body)
+        else:
+            writer.channels_last = channels_last
+            grid = _flat_kernel(writer, body)
+    except sizes.UnknownSize as error:
+        raise UnsupportedKernel(writer.name, str(error)) from error
+    return KernelSource(writer.name, _function_source(writer), writer.inputs, writer.results,
+                        grid, writer.block, num_warps, writer.size_roots)
+
+
+def _loop_extent(generic: ir.Operation, dim: int) -> sizes.Extent:
+    """The extent of loop `dim` of `generic`, from an operand that it indexes plainly."""
+    for operand, affine_map in zip(generic.operands, _maps(generic)):
+        for position, expr in enumerate(affine_map.results):
+            if isinstance(expr, ir.AffineDimExpr) and expr.position == dim:
+                return sizes.extent(operand, position)
+    raise sizes.UnknownSize(f"loop dim {dim} indexes no operand plainly")
 
 
 def _capture_constants(kernel: ir.Operation, writer: _Writer) -> None:
@@ -667,10 +749,12 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
                                 "only linalg.generic ops outside a row loop are supported")
     whole = _row_reductions(generics)
     reducing = bool(whole)
-    writer.row_shape = _row_extent(whole[0] if reducing else generics[-1])
-    size = math.prod(writer.row_shape)
+    writer.row_shape = writer.row_extent(whole[0] if reducing else generics[-1])
+    size = _points(writer.row_shape)
     if reducing:
         # A whole-tensor reduction: one program holds everything.
+        if not isinstance(size, int):
+            raise UnsupportedKernel("linalg.generic", "a whole-tensor reduction of dynamic size")
         if size > writer.block:
             raise UnsupportedKernel("linalg.generic", f"a reduction of {size} elements in one "
                                     f"block of {writer.block}")
@@ -678,7 +762,8 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         grid = (1,)
     else:
         writer.emit("r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
-        grid = (math.ceil(size / writer.block),)
+        grid = (-(-size // writer.block) if isinstance(size, int)
+                else f"({size} + {writer.block - 1}) // {writer.block}",)
     writer.emit(f"mask = r < {size}")
     for op in generics:
         writer.generic(op)
@@ -687,23 +772,21 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         producer = ir.operation_of(value.owner)
         index = list(producer.results).index(value) if producer is not None else -1
         init = producer.operands[len(producer.operands) - len(producer.results) + index]
-        _store(writer, value, ["0"] * len(_static_shape(value, "tkern.yield")), init)
+        _store(writer, value, ["0"] * _rank(value), init)
     return grid
 
 
 def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation]) -> tuple[int, ...]:
-    if len(body) != 2:
+    if any(op != forall and op.name != "tkern.yield" for op in body):
         raise UnsupportedKernel("tkern.kernel", "a row loop next to other ops")
-    bounds = list(ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"]))
-    if any(b < 0 for b in bounds):
-        raise UnsupportedKernel("scf.forall", f"row loop bounds {bounds}")
+    bounds = _row_bounds(writer, forall)
     block = forall.regions[0].blocks[0]
     n_ivs = len(bounds)
     # One program per row, on a 1-D grid (its other axes stop at 65535 programs).
     writer.emit("row = tl.program_id(0)")
     for axis, iv in enumerate(list(block.arguments)[:n_ivs]):
-        inner = math.prod(bounds[axis + 1:])
-        index = "row" if inner == 1 else f"(row // {inner})"
+        inner = _points(bounds[axis + 1:])
+        index = "row" if inner == 1 else f"(row // ({inner}))"
         writer.program_ids[iv] = f"row{axis}"
         writer.emit(f"row{axis} = {index} % {bounds[axis]}" if axis else f"row{axis} = {index}")
     shared = list(block.arguments)[n_ivs:]
@@ -714,8 +797,12 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     tiles = [op for op in ops[:-1] if op.name == "linalg.generic"]
     if not tiles:
         raise UnsupportedKernel("scf.forall", "a row loop without linalg.generic ops")
-    writer.row_shape = max((_row_extent(op) for op in tiles), key=math.prod)
-    size = math.prod(writer.row_shape)
+    extents = [writer.row_extent(op) for op in tiles]
+    # The widest tile sets the row (a dynamic one is the widest).
+    writer.row_shape = max(extents, key=lambda extent: (not sizes.is_static(extent),
+                                                        math.prod(e for e in extent
+                                                                  if isinstance(e, int))))
+    size = _points(writer.row_shape)
     inserts = [o.operation for o in terminator.regions[0].blocks[0].operations]
     if any(insert.name != "tensor.parallel_insert_slice" for insert in inserts):
         raise UnsupportedKernel("scf.forall.in_parallel", "an op other than an insert")
@@ -725,18 +812,30 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     inserts.sort(key=lambda insert: position[insert.operands[1]])
     if [position[insert.operands[1]] for insert in inserts] != list(range(len(shared))):
         raise UnsupportedKernel("scf.forall", "a loop result written by no insert, or by two")
-    if size > writer.block:
+    if not isinstance(size, int) or size > writer.block:
         # A looped row: one pass over the row per reduction, each recomputing what
         # feeds it chunk by chunk, then a pass that computes and stores the outputs.
         for reduction in _row_reductions(tiles):
             _looped_pass(writer, ops[:-1], destinations, size, reduction, [])
         _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
-        return (math.prod(bounds),)
+        return (_points(bounds),)
     writer.emit("r = tl.arange(0, BLOCK)")
     writer.emit(f"mask = r < {size}")
     _row_ops(writer, ops[:-1], destinations, None)
     _store_rows(writer, inserts, destinations)
-    return (math.prod(bounds),)
+    return (_points(bounds),)
+
+
+def _row_bounds(writer: _Writer, forall: ir.Operation) -> list[int | str]:
+    """The row loop's upper bounds (its lower bounds are 0 and steps 1)."""
+    dynamic = ir.ShapedType.get_dynamic_size()
+    for attribute, start in (("staticLowerBound", 0), ("staticStep", 1)):
+        if any(b != start for b in ir.DenseI64ArrayAttr(forall.attributes[attribute])):
+            raise UnsupportedKernel("scf.forall", f"a row loop whose {attribute} is not {start}")
+    static = list(ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"]))
+    operands = iter(forall.operands)
+    return [writer.size(sizes.index_root(next(operands))) if bound == dynamic else bound
+            for bound in static]
 
 
 def _row_reductions(generics: list[ir.Operation]) -> list[ir.Operation]:
@@ -744,7 +843,7 @@ def _row_reductions(generics: list[ir.Operation]) -> list[ir.Operation]:
     return [op for op in generics if _reduction_dims(op) and pooling_window(op) is None]
 
 
-def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, size: int,
+def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, size: int | str,
                  reduction: ir.Operation | None, inserts: list[ir.Operation]) -> None:
     """One loop over a row in chunks of BLOCK: the ops up to `reduction`, which it
     accumulates and reduces after the loop, or (None) all of them and the stores."""
@@ -815,7 +914,7 @@ def _offsets(writer: _Writer, op: ir.Operation, first_dynamic: int) -> list[str]
 
 def _slice(writer: _Writer, op: ir.Operation, destinations: dict) -> None:
     source = op.operands[0]
-    if len(_static_shape(source, op.name)) != len(_static_shape(op.results[0], op.name)):
+    if _rank(source) != _rank(op.results[0]):
         raise UnsupportedKernel(op.name, "rank-reducing slices are not supported yet")
     offsets = _offsets(writer, op, first_dynamic=1)
     if source in destinations:
@@ -832,11 +931,10 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
     if value not in writer.registers:
         raise UnsupportedKernel("tkern.yield", "a result not computed in the kernel")
     expression, kind = writer.registers[value]
-    shape = _static_shape(init, "tkern.yield")
+    shape = sizes.shape(init)
     writer.results.append(KernelResult(shape, element_name(init)))
     pointer = f"out{len(writer.results) - 1}"
-    value_shape = _static_shape(value, "tkern.yield")
-    indices, _ = writer.local_indices(value_shape)
+    indices, _ = writer.local_indices(writer.shape(value))
     strides = [f"{pointer}_stride{d}" for d in range(len(shape))]
     address = writer.address(strides, offsets, indices)
     mask = ", mask=mask" if kind == "row" else ""
@@ -870,10 +968,10 @@ def _function_source(writer: _Writer) -> str:
     parameters = [f"in{i}" for i in range(len(writer.inputs))]
     parameters += [f"out{i}" for i in range(len(writer.results))]
     for index, value in enumerate(writer.inputs):
-        rank = len(_static_shape(value, "tkern.kernel"))
-        parameters += [f"in{index}_stride{d}" for d in range(rank)]
+        parameters += [f"in{index}_stride{d}" for d in range(_rank(value))]
     for index, result in enumerate(writer.results):
         parameters += [f"out{index}_stride{d}" for d in range(len(result.shape))]
+    parameters += [f"size{index}" for index in range(len(writer.size_roots))]
     lines = ["@triton.jit", f"def {writer.name}({', '.join(parameters + ['BLOCK: tl.constexpr'])}):"]
     lines += [f"    {line}" for line in writer.lines]
     return "\n".join(lines) + "\n"

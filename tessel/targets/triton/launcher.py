@@ -8,11 +8,12 @@ strides, against 10 us for calling the compiled kernel's launcher directly, whic
 what a launch after the first does here.
 
 That is sound because a host program's launches specialize the same way at every
-call: shapes, strides and view offsets are fixed by the graph (Triton kernels take
-static shapes only, and Dynamo guards the inputs' sizes and strides), and buffers come
+call: shapes, strides and view offsets are fixed by the graph (a kernel with static
+shapes; Dynamo guards the inputs' sizes and strides), and buffers come
 from the caching allocator, aligned. What can change is the alignment of the graph's
 tensor inputs, so `launch_mode` checks it once per call; a call with an unaligned
-input launches through the JIT, which specializes for it.
+input launches through the JIT, which specializes for it. So does every launch of a
+kernel with dynamic sizes.
 """
 
 from __future__ import annotations
@@ -98,18 +99,25 @@ class KernelLauncher:
     direct launch goes through the JIT, which compiles the kernel (or finds it in
     Triton's cache); later ones call the compiled kernel's launcher."""
 
-    def __init__(self, kernel: triton.JITFunction, grid: tuple[int, ...], block: int,
-                 num_warps: int):
+    def __init__(self, kernel: triton.JITFunction, grid, block: int, num_warps: int,
+                 sizes: int = 0):
         self.kernel = kernel
+        # With `sizes` (dynamic sizes, the launch's last arguments), `grid` is a function
+        # of them, and every launch goes through the JIT: new sizes and strides may
+        # specialize the kernel differently.
         self.grid = grid
-        self.grid_xyz = tuple(grid) + (1,) * (3 - len(grid))
+        self.sizes = sizes
+        self.grid_xyz = None if sizes else tuple(grid) + (1,) * (3 - len(grid))
         self.block = block
         self.num_warps = num_warps
         self.compiled = None
 
+    def grid_for(self, args: tuple) -> tuple[int, ...]:
+        return self.grid(*args[len(args) - self.sizes:]) if self.sizes else self.grid
+
     def warm_up(self, args: tuple):
         """Compile the kernel for `args` without launching it (the JIT's warm-up)."""
-        return self.kernel.warmup(*args, grid=self.grid, BLOCK=self.block,
+        return self.kernel.warmup(*args, grid=self.grid_for(args), BLOCK=self.block,
                                   num_warps=self.num_warps)
 
     def __call__(self, direct: bool, stream: int | None, *args) -> None:
@@ -124,6 +132,7 @@ class KernelLauncher:
             compiled.run(*self.grid_xyz, stream, compiled.function, compiled.packed_metadata,
                          None, None, None, *args, self.block)
             return
-        compiled = self.kernel[self.grid](*args, BLOCK=self.block, num_warps=self.num_warps)
-        if direct:
+        compiled = self.kernel[self.grid_for(args)](*args, BLOCK=self.block,
+                                                     num_warps=self.num_warps)
+        if direct and not self.sizes:
             self.compiled = compiled

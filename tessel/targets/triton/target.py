@@ -23,9 +23,9 @@ from triton.compiler.errors import CompilationError
 from tessel import ir
 from tessel.frontend import graph_cache
 from tessel.frontend.signature import GraphSignature
-from tessel.passes.form_kernels import KERNEL_OPS
+from tessel.passes.form_kernels import is_kernel
 from tessel.stages import CompileFailure, Stages
-from tessel.targets.base import KernelBuildFailed, Target
+from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
 from tessel.targets.triton import host_program, kernel_source
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
@@ -78,6 +78,20 @@ def _building_kernels(host: Callable, stages: Stages) -> Callable:
     return launch
 
 
+def _distinct_functions(sources: dict[str, kernel_source.KernelSource]) -> list[str]:
+    """The source of each distinct kernel function. A kernel whose source is an earlier
+    one's but for its name is launched as that one (its `function`): a network's
+    repeated blocks then compile once, where Triton would compile every copy."""
+    first_with_body: dict[str, str] = {}
+    functions = []
+    for name, kernel in sources.items():
+        body = kernel.source.replace(f"def {name}(", "def (", 1)
+        kernel.function = first_with_body.setdefault(body, name)
+        if kernel.function == name:
+            functions.append(kernel.source)
+    return functions
+
+
 class TritonTarget(Target):
     name: ClassVar[str] = "triton"
     default_pipeline: ClassVar[str] = "gpu"
@@ -99,7 +113,7 @@ class TritonTarget(Target):
                 stages: Stages, cache_key: str | None = None) -> tuple[Callable, int]:
         pipeline = options.pipeline or self.default_pipeline
         module = stages.run_pipeline(module, "gpu", pipeline)
-        kernels = ir.ops_where(module.operation, lambda op: op.name in KERNEL_OPS)
+        kernels = ir.ops_where(module.operation, is_kernel)
         with stages.timed("triton-codegen"):
             # A network with convolutions keeps its activations channels-last.
             channels_last = any(ir.StringAttr(k.attributes["callee"]).value == "conv2d"
@@ -108,16 +122,16 @@ class TritonTarget(Target):
             try:
                 sources = {}
                 for kernel in kernels:
-                    if kernel.name == "tkern.kernel":
+                    if kernel.name != "tkern.library_call":
                         generated = kernel_source.generate(kernel, channels_last, narrowed)
                         sources[generated.name] = generated
+                module_source = "\n\n".join([kernel_source.PRELUDE]
+                                            + _distinct_functions(sources))
                 host_source = host_program.generate(module, sources, signature,
                                                     stages.dump.graph_name, channels_last,
                                                     narrowed)
             except UnsupportedKernel as error:
                 raise CompileFailure("triton-codegen", str(error)) from error
-            module_source = "\n\n".join([kernel_source.PRELUDE]
-                                        + [k.source for k in sources.values()])
         graph_cache.store(cache_key, {"kernels_source": module_source,
                                       "host_source": host_source, "kernels": len(kernels)})
         return self._build(module_source, host_source, len(kernels), signature, options,
@@ -131,6 +145,7 @@ class TritonTarget(Target):
                      "channels_last_weight": host_program.ChannelsLastWeights(),
                      "KernelLauncher": KernelLauncher, "launch_mode": launch_mode,
                      "matmul_in_f32": host_program.matmul_in_f32,
+                     "RuntimeCheckFailed": RuntimeCheckFailed,
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
