@@ -514,7 +514,32 @@ def test_max_pooling_backward_scatters_through_index_put(tmp_path):
     assert torch.equal(x.grad, x_eager.grad)
     assert_compiled(2)
     (host,) = tmp_path.glob("dump/*_backward/*_host_program.py")
-    assert "index_put_(" in host.read_text()
+    assert "scatter(" in host.read_text()
+
+
+def test_a_dry_run_skips_scatters_whose_indices_no_kernel_wrote():
+    """Before compiling, a dry run of the host program records its launches without
+    running kernels: a scatter's indices are then garbage and must not be used."""
+    from tessel.targets.triton.host_program import scatter
+    from tessel.targets.triton.launcher import recorded_launches
+    buffer = torch.zeros(4)
+    out_of_range = torch.tensor([[7]])
+    assert recorded_launches(lambda: scatter(buffer, out_of_range, torch.ones(1), True), ()) == []
+    assert not buffer.any()
+    scatter(buffer, torch.tensor([[1], [1]]), torch.ones(2), True)
+    assert buffer.tolist() == [0, 2, 0, 0]
+
+
+def test_slice_scatter_copies_into_a_view_on_the_host(tmp_path):
+    """tensor.insert_slice at the host level (slice_scatter; CUDA's max pooling
+    backward) is a clone of the destination and a copy into a strided view of it."""
+    def fn(x, y):
+        return torch.slice_scatter(x * 3, y * 2, dim=0, start=2, end=6, step=2)
+    x, y = torch.randn(8, 5), torch.randn(2, 5)
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, y), fn(x, y))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "[2:5:2, 0:5] = " in host
 
 
 def test_row_loop_index_read_in_a_body():

@@ -142,3 +142,37 @@ func.func @sum_per_channel(%x: tensor<2x8x16x16xf32>) -> tensor<8xf32> {
   } -> tensor<8xf32>
   return %sum : tensor<8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#swapped = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+#rows = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A producer read transposed stays out of the row loop (a GPU row kernel walks every
+// op's row in one order); the reduction reading it is tiled by rows on its own.
+// CHECK-LABEL: func.func @negative_transposed_producer
+// CHECK:         %[[T:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK:         scf.forall (%{{.*}}, %{{.*}}) in (4, 16)
+// CHECK:           tensor.extract_slice %[[T]]
+// CHECK-NOT:       arith.mulf
+func.func @negative_transposed_producer(%x: tensor<4x512x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<4x512x16xf32>
+  %twice = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<4x512x16xf32>) outs(%e : tensor<4x512x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.mulf %in, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<4x512x16xf32>
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %sum = linalg.generic {indexing_maps = [#swapped, #rows], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%twice : tensor<4x512x16xf32>) outs(%init : tensor<4x16xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %sum : tensor<4x16xf32>
+}

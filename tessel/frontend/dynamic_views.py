@@ -11,11 +11,17 @@
   answer (nn.Linear on a 3-D input with dynamic=True). Views that split dims stay:
   torch-mlir lowers those right, while its `prims.split_dim` lowering builds invalid IR
   for dynamic sizes.
+- The remainder of a symbolic size (`s27 % 16`: CUDA's SDPA pads an attention mask to a
+  multiple of 16 with it) becomes `s27 - (s27 // 16) * 16`: torch-mlir imports `%` on
+  ints as `aten.fmod.int`, which it cannot lower.
+- `torch.sym_sum` of symbolic ints (Dynamo's sum of sizes) becomes a chain of `+`: the
+  FX importer has no mapping for it.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 
 import sympy
 import torch
@@ -67,12 +73,49 @@ def _collapsed(gm: torch.fx.GraphModule, node: torch.fx.Node, source: torch.fx.N
     return current
 
 
+def _write_out_remainder(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
+    """Replace `a % b` on symbolic ints by `a - (a // b) * b` (Python's floor modulo)."""
+    a, b = node.args
+    value = node.meta.get("val")
+    with gm.graph.inserting_before(node):
+        quotient = gm.graph.call_function(operator.floordiv, (a, b))
+        multiple = gm.graph.call_function(operator.mul, (quotient, b))
+        remainder = gm.graph.call_function(operator.sub, (a, multiple))
+    dividend, divisor = _value_of(a), _value_of(b)
+    quotient.meta["val"] = dividend // divisor
+    multiple.meta["val"] = quotient.meta["val"] * divisor
+    remainder.meta["val"] = value
+    node.replace_all_uses_with(remainder)
+    gm.graph.erase_node(node)
+
+
+def _write_out_sum(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
+    """Replace `torch.sym_sum([a, b, ...])` by `a + b + ...`."""
+    (terms,) = node.args
+    total, value = terms[0], None
+    with gm.graph.inserting_before(node):
+        for term in terms[1:]:
+            total = gm.graph.call_function(operator.add, (total, term))
+            value = (value if value is not None else _value_of(terms[0])) + _value_of(term)
+            total.meta["val"] = value
+    node.replace_all_uses_with(total)
+    gm.graph.erase_node(node)
+
+
+def _value_of(argument):
+    return argument.meta["val"] if isinstance(argument, torch.fx.Node) else argument
+
+
 def rewrite_dynamic_views(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """`gm` with no-op expands dropped and dynamic merging views made explicit (in
     place; views of the graph's outputs are kept, as the host program recreates those)."""
     outputs = next(n for n in gm.graph.nodes if n.op == "output").all_input_nodes
     changed = False
     for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target in (operator.mod, torch.sym_sum):
+            (_write_out_remainder if node.target is operator.mod else _write_out_sum)(gm, node)
+            changed = True
+            continue
         if node.op != "call_function" or not isinstance(node.args[0], torch.fx.Node):
             continue
         source = node.args[0]

@@ -29,6 +29,11 @@ NATIVE_OPS: dict[torch._ops.OpOverload, str] = {
     aten._scaled_dot_product_cudnn_attention.default: _FUSED_ATTENTION,
     aten._scaled_dot_product_flash_attention.default: _FUSED_ATTENTION,
     aten._scaled_dot_product_efficient_attention.default: _FUSED_ATTENTION,
+    # Their backward kernels, in training graphs: the same trade, and the flash and
+    # memory-efficient ones take random-number state that has no MLIR form.
+    aten._scaled_dot_product_cudnn_attention_backward.default: _FUSED_ATTENTION,
+    aten._scaled_dot_product_flash_attention_backward.default: _FUSED_ATTENTION,
+    aten._scaled_dot_product_efficient_attention_backward.default: _FUSED_ATTENTION,
 }
 
 

@@ -26,6 +26,11 @@ class _Node:
     contraction: bool    # a gemm (library call): joins a group only as a producer
 
 
+# Rounds of planning and fusing: the first fuses all it can; later ones group the
+# producers that a stopped group left behind.
+_PLANNING_ROUNDS = 3
+
+
 @dataclass
 class FusionGroup:
     root: _Node
@@ -110,10 +115,21 @@ class FuseTilesPass(ModulePass):
     tile_leading_dims: bool = False
 
     def run(self, module: ir.Operation) -> None:
+        for _ in range(_PLANNING_ROUNDS):
+            if not self.fuse_planned_groups(module):
+                break
+
+    def fuse_planned_groups(self, module: ir.Operation) -> bool:
+        """Plan the groups of every function and fuse them; whether a group stopped
+        early. Every transform step preserves semantics: a group that cannot fuse
+        further keeps its remaining producers as separate loop nests, which the next
+        round plans as groups of their own (a reduction left behind is then still tiled
+        by rows, instead of running as one GPU program per output point)."""
         groups = []
         for function in ir.defined_functions(module):
             groups += self.plan(function.regions[0].blocks[0], self.cores or os.cpu_count() or 1,
                                 self.gemm_epilogues, self.tile_leading_dims)
+        stopped = False
         for group in groups:
             script = _script(group)
             if not script:
@@ -121,11 +137,11 @@ class FuseTilesPass(ModulePass):
             try:
                 apply_transform_script(module, script)
             except TransformError as error:
-                # Every transform step preserves semantics: a group that cannot fuse
-                # further keeps its remaining producers as separate loop nests.
+                stopped = True
                 log.debug("fuse-tiles: group rooted at op %d stopped early: %s",
                           group.root.op_id, error)
         self._clear_ids(module)
+        return stopped
 
     @staticmethod
     def plan(block: ir.Block, cores: int, gemm_epilogues: bool = True,
@@ -160,7 +176,7 @@ class FuseTilesPass(ModulePass):
             assigned[op] = group
             groups.append(group)
             if tiled is not None:
-                _grow(group, nodes, users, assigned, windows_join=not tile_leading_dims)
+                _grow(group, nodes, users, assigned, gpu_rows=tile_leading_dims)
                 if group.has_contraction:
                     group.tile_size = _gemm_rows_per_tile(root.op, tiled, cores)
                 elif tile_leading_dims and group.has_reduction:
@@ -174,12 +190,14 @@ class FuseTilesPass(ModulePass):
             del op.attributes[OP_ID]
 
 
-def _grow(group: FusionGroup, nodes, users, assigned, windows_join: bool) -> None:
+def _grow(group: FusionGroup, nodes, users, assigned, gpu_rows: bool) -> None:
     """Add producers to `group` until none qualifies (a fixed point: a producer may
-    qualify only once all its users have joined). Unless `windows_join`, pooling
-    windows stay out: a group tiled by rows would run one GPU program per output point
-    (densenet's average pooling took 316 us a call that way on an H100); on their own
-    they become pointwise kernels with the window unrolled."""
+    qualify only once all its users have joined). For `gpu_rows` (a GPU row kernel),
+    pooling windows stay out: a group tiled by rows would run one GPU program per
+    output point (densenet's average pooling took 316 us a call that way on an H100);
+    on their own they become pointwise kernels with the window unrolled. So do
+    producers their consumer reads transposed: a row kernel walks every op's row in one
+    order."""
     tiled_dims = {group.root.op: group.tiled_dim}
     changed = True
     while changed:
@@ -197,7 +215,8 @@ def _grow(group: FusionGroup, nodes, users, assigned, windows_join: bool) -> Non
                 if len(producer_op.results) != 1:
                     continue  # its other results may be read untiled: fusing recomputes
                 producer = nodes[producer_op]
-                if not windows_join and _slides_a_window(producer):
+                if gpu_rows and (_slides_a_window(producer)
+                                 or _reads_transposed(consumer_op, index)):
                     continue
                 inputs = list(producer_op.operands)[:-len(producer_op.results)]
                 is_fill = all(not isinstance(v.type, ir.ShapedType) for v in inputs)
@@ -242,6 +261,14 @@ def _slides_a_window(node: _Node) -> bool:
     return _is_pooling_window(node) and any(
         isinstance(result, ir.AffineAddExpr) for affine_map in node.maps[:inputs]
         for result in affine_map.results)
+
+
+def _reads_transposed(consumer: ir.Operation, operand: int) -> bool:
+    """Whether `consumer` reads its operand `operand` with dims out of loop order."""
+    affine_map = ir.AffineMapAttr(
+        ir.ArrayAttr(consumer.attributes["indexing_maps"])[operand]).value
+    positions = [e.position for e in affine_map.results if isinstance(e, ir.AffineDimExpr)]
+    return positions != sorted(positions)
 
 
 def _row_dims(group: FusionGroup, nodes) -> list[int]:

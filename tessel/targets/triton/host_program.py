@@ -12,6 +12,7 @@ from tessel import ir
 from tessel.frontend.signature import GraphSignature, TensorInput
 from tessel.passes.form_kernels import is_kernel, kernel_name
 from tessel.targets.triton import sizes
+from tessel.targets.triton.launcher import dry_running
 from tessel.targets.triton.kernel_source import (
     CMPI_OPERATORS,
     CMPI_PREDICATES,
@@ -28,6 +29,7 @@ _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 # infers a -1 size with it); divsi truncates toward zero, as Python's // does not.
 _SIZE_ARITHMETIC = {"arith.addi": "({} + {})", "arith.subi": "({} - {})",
                     "arith.muli": "({} * {})", "arith.divsi": "int({} / {})",
+                    "arith.floordivsi": "({} // {})",
                     "arith.select": "({1} if {0} else {2})"}
 _SIZE_CASTS = ("arith.index_cast", "arith.extui", "arith.extsi", "arith.trunci")
 
@@ -90,6 +92,15 @@ def _main_level_user(use) -> ir.Operation:
     while user.parent is not None and user.parent.name != "func.func":
         user = user.parent
     return user
+
+
+def scatter(buffer: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor,
+            accumulate: bool) -> None:
+    """`scatter(...)` in host programs: index_put_ of `updates` into `buffer` at the rows
+    of `indices`, one column per dim. Skipped in a dry run (launcher.dry_running),
+    where the indices come from kernels that did not run: out-of-range garbage."""
+    if not dry_running():
+        buffer.index_put_(indices.long().unbind(1), updates, accumulate=accumulate)
 
 
 def matmul_in_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -188,11 +199,10 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
 
 
 def _pad_value(pad: ir.Operation) -> str | None:
-    """The literal a static tensor.pad pads with, or None (dynamic sizes, or a value
-    computed in its body)."""
+    """The literal a tensor.pad pads with, or None (a value computed in its body)."""
     (yielded,) = [o.operation for o in pad.regions[0].blocks[0].operations]
     source = ir.operation_of(yielded.operands[0].owner)
-    if len(pad.operands) != 1 or source is None or source.name != "arith.constant":
+    if source is None or source.name != "arith.constant":
         return None
     return scalar_literal(source.attributes["value"])
 
@@ -202,7 +212,7 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
     evenly, with zeros, for convolutions alone; else None."""
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    if len(low) != 4 or low != high or low[:2] != [0, 0] or \
+    if len(pad.operands) != 1 or len(low) != 4 or low != high or low[:2] != [0, 0] or \
             _pad_value(pad) not in ("0.0", "0"):
         return None
     for use in pad.results[0].uses:
@@ -275,6 +285,8 @@ class _HostWriter:
                     self.pad(op)
             elif op.name == "tensor.extract_slice":
                 self.view(op.results[0], op.operands[0], self.slice(op))
+            elif op.name == "tensor.insert_slice":
+                self.insert_slice(op)
             elif op.name == "tensor.concat":
                 self.concat(op)
             elif op.name == "tensor.cast":
@@ -446,7 +458,7 @@ class _HostWriter:
         else:
             base = f"{self.name_of(original)}.clone()"
         buffer = self.assign(result, base)
-        self.lines.append(f"{buffer}.index_put_({self.name_of(indices)}.long().unbind(1), "
+        self.lines.append(f"scatter({buffer}, {self.name_of(indices)}, "
                           f"{self.name_of(updates)}, accumulate={accumulate})")
 
     def convolution(self, conv: ir.Operation) -> str:
@@ -499,7 +511,23 @@ class _HostWriter:
     def slice(self, op: ir.Operation) -> str:
         """A tensor.extract_slice as a torch view (`x[a:b:s, ...]`), with the dims a
         rank-reducing slice drops indexed away."""
-        dynamic = iter(self.name_of(v) for v in list(op.operands)[1:])
+        items, slice_shape = self.slice_items(op, first_dynamic=1)
+        view = f"{self.name_of(op.operands[0])}[{items}]"
+        shape = self.shape_of(op.results[0])
+        return view if shape == slice_shape else f"{view}.reshape{_shape_text(shape)}"
+
+    def insert_slice(self, op: ir.Operation) -> None:
+        """tensor.insert_slice as a copy of the destination with the source copied into a
+        view of it."""
+        items, slice_shape = self.slice_items(op, first_dynamic=2)
+        buffer = self.assign(op.results[0], f"{self.name_of(op.operands[1])}.clone()")
+        self.lines.append(f"{buffer}[{items}] = "
+                          f"{self.name_of(op.operands[0])}.reshape{_shape_text(slice_shape)}")
+
+    def slice_items(self, op: ir.Operation, first_dynamic: int) -> tuple[str, list]:
+        """The `a:b:s, ...` index of a slice op's offsets, sizes and strides (static, or
+        main's values from operand `first_dynamic` on), and its sizes."""
+        dynamic = iter(self.name_of(v) for v in list(op.operands)[first_dynamic:])
         per_dim = []
         for attribute, marker in (("static_offsets", ir.ShapedType.get_dynamic_stride_or_offset()),
                                   ("static_sizes", ir.ShapedType.get_dynamic_size()),
@@ -509,22 +537,22 @@ class _HostWriter:
         items = []
         for offset, size, step in zip(*per_dim):
             if all(isinstance(v, int) for v in (offset, size, step)):
-                items.append(f"{offset}:{offset + (size - 1) * step + 1}"
-                             + (f":{step}" if step != 1 else ""))
+                end = offset + (size - 1) * step + 1
             else:
                 end = f"{offset} + ({size} - 1) * {step} + 1"
-                items.append(f"{offset}:{end}" + (f":{step}" if step != 1 else ""))
-        view = f"{self.name_of(op.operands[0])}[{', '.join(items)}]"
-        shape = self.shape_of(op.results[0])
-        return view if shape == per_dim[1] else f"{view}.reshape{_shape_text(shape)}"
+            items.append(f"{offset}:{end}" + (f":{step}" if step != 1 else ""))
+        return ", ".join(items), per_dim[1]
 
     def pad(self, op: ir.Operation) -> None:
-        """tensor.pad with a constant, as torch.nn.functional.pad (last dim first)."""
-        low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
-        high = list(ir.DenseI64ArrayAttr(op.attributes["static_high"]))
+        """tensor.pad with a constant, as torch.nn.functional.pad (last dim first); a
+        dynamic width is one of main's values."""
+        dynamic = iter(self.name_of(v) for v in list(op.operands)[1:])
+        low, high = ([next(dynamic) if width == ir.ShapedType.get_dynamic_size() else width
+                      for width in ir.DenseI64ArrayAttr(op.attributes[side])]
+                     for side in ("static_low", "static_high"))
         value = _pad_value(op)
         if value is None:
-            raise UnsupportedKernel(op.name, "a pad with dynamic sizes or a computed value")
+            raise UnsupportedKernel(op.name, "a pad with a computed value")
         widths = ", ".join(f"{lo}, {hi}" for lo, hi in zip(reversed(low), reversed(high)))
         self.assign(op.results[0], f"torch.nn.functional.pad({self.name_of(op.operands[0])}, "
                                    f"({widths}), value={value})")

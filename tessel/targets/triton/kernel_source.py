@@ -501,6 +501,13 @@ class _Writer:
             return self.registers[value]
         if value in self.program_ids:
             return self.program_ids[value], "scalar"  # a row loop's index (positions)
+        if not isinstance(value.type, ir.ShapedType):
+            # An integer of main's, as a size (a sequence length that masks compare to):
+            # the kernel takes it as a size parameter.
+            try:
+                return str(self.size(sizes.index_root(value))), "scalar"
+            except sizes.UnknownSize:
+                pass
         raise UnsupportedKernel("linalg.generic", "a body value defined outside the kernel")
 
     def body_op(self, op: ir.Operation, names: dict) -> None:

@@ -57,10 +57,17 @@ def launch_mode(device: torch.device, *tensors: torch.Tensor) -> tuple[bool, int
 _recorded: list | None = None
 
 
+def dry_running() -> bool:
+    """Whether a host program runs as `recorded_launches`' dry run, on buffers no kernel
+    has written."""
+    return _recorded is not None
+
+
 def recorded_launches(host, args: tuple) -> list[tuple[KernelLauncher, tuple]]:
     """The kernel launches of `host(*args)`, with their arguments (which set the
     kernels' specializations), from a dry run that launches nothing: the library calls
-    in it run on uninitialized buffers, whose values nothing reads."""
+    in it run on uninitialized buffers, whose values nothing reads, and calls that
+    would read them as indices (`scatter`) are skipped."""
     global _recorded
     _recorded = []
     try:

@@ -11,6 +11,7 @@ and kernel results) to a *root* that the host can compute:
                                program computes (torch-mlir's view lowering infers a
                                -1 size with arith ops)
     ("product", (a, b, ...))   the product of other roots and static ints
+    ("sum", (a, b, ...))       their sum (a padded size)
 
 Roots are plain tuples of MLIR values and ints, so two `?` that trace to the same root
 compare equal.
@@ -58,6 +59,17 @@ def extent(value: ir.Value, dim: int) -> Extent:
     if name == "tensor.collapse_shape":
         group = _reassociation(owner)[dim]
         return product([extent(owner.operands[0], d) for d in group])
+    if name == "tensor.concat":
+        if dim != ir.IntegerAttr(owner.attributes["dim"]).value:
+            return extent(owner.operands[0], dim)
+        return _sum([extent(piece, dim) for piece in owner.operands])
+    if name == "tensor.pad":
+        widths = []
+        dynamic = iter(list(owner.operands)[1:])
+        for side in ("static_low", "static_high"):
+            width = list(ir.DenseI64ArrayAttr(owner.attributes[side]))
+            widths.append([index_root(next(dynamic)) if w == _dynamic() else w for w in width])
+        return _sum([extent(owner.operands[0], dim), widths[0][dim], widths[1][dim]])
     if name == "tensor.reshape":
         shape_owner = ir.operation_of(owner.operands[1].owner)
         if shape_owner is None or shape_owner.name != "tensor.from_elements":
@@ -137,16 +149,17 @@ def index_root(value: ir.Value) -> Extent:
 
 
 def _affine_root(expr, operands: list[ir.Value], n_dims: int) -> Extent:
-    """A product of sizes written as an affine expression (a collapsed shape's size);
-    `operands` are the map's dims, then its symbols."""
+    """A size written as an affine expression of sums and products (a collapsed or
+    padded shape's size); `operands` are the map's dims, then its symbols."""
     if isinstance(expr, ir.AffineConstantExpr):
         return expr.value
     if isinstance(expr, ir.AffineDimExpr):
         return index_root(operands[expr.position])
     if isinstance(expr, ir.AffineSymbolExpr):
         return index_root(operands[n_dims + expr.position])
-    if isinstance(expr, ir.AffineMulExpr):
-        return product([_affine_root(expr.lhs, operands, n_dims),
+    if isinstance(expr, (ir.AffineMulExpr, ir.AffineAddExpr)):
+        combine = product if isinstance(expr, ir.AffineMulExpr) else _sum
+        return combine([_affine_root(expr.lhs, operands, n_dims),
                         _affine_root(expr.rhs, operands, n_dims)])
     raise UnknownSize(f"a size computed as {expr}")
 
@@ -165,6 +178,16 @@ def product(extents: list[Extent]) -> Extent:
     return ("product", tuple(roots) + ((static,) if static != 1 else ()))
 
 
+def _sum(extents: list[Extent]) -> Extent:
+    static = sum(e for e in extents if isinstance(e, int))
+    roots = [e for e in extents if isinstance(e, tuple)]
+    if not roots:
+        return static
+    if static == 0 and len(roots) == 1:
+        return roots[0]
+    return ("sum", tuple(roots) + ((static,) if static else ()))
+
+
 def is_static(extents: list[Extent]) -> bool:
     return all(isinstance(e, int) for e in extents)
 
@@ -178,4 +201,5 @@ def host_expression(extent_: Extent, name_of) -> str:
         return f"{name_of(extent_[1])}.shape[{extent_[2]}]"
     if kind == "value":
         return name_of(extent_[1])
-    return " * ".join(host_expression(part, name_of) for part in extent_[1])
+    operator = " * " if kind == "product" else " + "
+    return "(" + operator.join(host_expression(part, name_of) for part in extent_[1]) + ")"

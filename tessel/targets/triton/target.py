@@ -145,6 +145,7 @@ class TritonTarget(Target):
                      "channels_last_weight": host_program.ChannelsLastWeights(),
                      "KernelLauncher": KernelLauncher, "launch_mode": launch_mode,
                      "matmul_in_f32": host_program.matmul_in_f32,
+                     "scatter": host_program.scatter,
                      "RuntimeCheckFailed": RuntimeCheckFailed,
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
