@@ -27,6 +27,8 @@ import sympy
 import torch
 import torch.fx
 
+from tessel.frontend.signature import host_can_view, view_chain
+
 _VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default,
           torch.ops.aten.reshape.default)
 
@@ -108,8 +110,11 @@ def _value_of(argument):
 
 def rewrite_dynamic_views(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """`gm` with no-op expands dropped and dynamic merging views made explicit (in
-    place; views of the graph's outputs are kept, as the host program recreates those)."""
-    outputs = next(n for n in gm.graph.nodes if n.op == "output").all_input_nodes
+    place). A graph output that the host program recreates as a view of a kernel result
+    (signature.host_can_view) keeps its view; every other use reads the explicit merge.
+    A training graph saves the merged input of a linear for its backward, and
+    torch-mlir's wrong grouping of that view sized a buffer by the batch alone, which
+    the gemm then overran (heap corruption)."""
     changed = False
     for node in list(gm.graph.nodes):
         if node.op == "call_function" and node.target in (operator.mod, torch.sym_sum):
@@ -124,14 +129,17 @@ def rewrite_dynamic_views(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             continue
         if node.target == torch.ops.aten.expand.default and _sizes(before) == _sizes(value):
             replacement = source
-        elif node.target in _VIEWS and node not in outputs:
+        elif node.target in _VIEWS:
             replacement = _collapsed(gm, node, source, before, value)
         else:
             continue
         if replacement is None:
             continue
-        node.replace_all_uses_with(replacement)
-        gm.graph.erase_node(node)
+        output_keeps_view = host_can_view(view_chain(node)[0])
+        node.replace_all_uses_with(
+            replacement, delete_user_cb=lambda user: user.op != "output" or not output_keeps_view)
+        if not node.users:
+            gm.graph.erase_node(node)
         changed = True
     if changed:
         gm.recompile()

@@ -139,7 +139,7 @@ def _bind_symbols(inputs, values) -> list[tuple[str, str]]:
     return list(bindings.items())
 
 
-def _view_chain(out) -> tuple[object, list[torch.fx.Node]]:
+def view_chain(out) -> tuple[object, list[torch.fx.Node]]:
     """(root, views): `out` is the view ops `views` applied, in order, to `root`, a node
     that is not such a view (or `out` itself when it is no view)."""
     views = []
@@ -151,7 +151,7 @@ def _view_chain(out) -> tuple[object, list[torch.fx.Node]]:
     return out, views[::-1]
 
 
-def _host_can_view(root) -> bool:
+def host_can_view(root) -> bool:
     """Whether the host may take eager's views of `root`'s kernel result: it must be an
     op-made tensor laid out as in eager (views index into its storage)."""
     value = root.meta.get("val")
@@ -237,7 +237,7 @@ def _index_checks(gm: torch.fx.GraphModule) -> list[IndexCheck]:
         for index, indexed, dim, from_end in _index_operands(node):
             if not isinstance(index, torch.fx.Node):
                 continue  # None: a full slice of that dimension
-            root, views = _view_chain(index)
+            root, views = view_chain(index)
             index_value = root.meta.get("val")
             shape = indexed.meta["val"].shape
             size = shape[dim % len(shape)] if shape else None
@@ -328,7 +328,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
     returns: list[str] = []
     for position, out in enumerate(fx_outputs):
         what = f"output {position} ({getattr(out, 'name', out)})"
-        root, views = _view_chain(out)
+        root, views = view_chain(out)
         if out is None:
             returns.append("None")
         elif not isinstance(out, torch.fx.Node):
@@ -338,7 +338,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             returns.append(root.name)
         elif isinstance(out.meta.get("val"), (torch.SymInt, torch.SymFloat, int, float)):
             returns.append(_printer_expr(out.meta["val"], bound, what))
-        elif views and _host_can_view(root) and (view := _host_view(views, bound)):
+        elif views and host_can_view(root) and (view := _host_view(views, bound)):
             # Eager's view shares its base's storage (writing one output changes the
             # other); in inference graphs aot_autograd leaves that to the compiler.
             returns.append(view.format(kernel_result(root, what)))

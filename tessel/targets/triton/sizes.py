@@ -109,11 +109,25 @@ def _argument_extent(value: ir.Value, dim: int) -> Extent:
 def _slice_extent(op: ir.Operation, dim: int) -> Extent:
     sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
     offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
-    if len(sizes) != ir.ShapedType(op.results[0].type).rank:
-        raise UnknownSize("a dynamic size of a rank-reducing slice")
     dynamic_offsets = sum(1 for o in offsets if o == ir.ShapedType.get_dynamic_stride_or_offset())
     dynamic_sizes = [d for d, size in enumerate(sizes) if size == _dynamic()]
-    return index_root(op.operands[1 + dynamic_offsets + dynamic_sizes.index(dim)])
+    kept = _kept_dims(sizes, ir.ShapedType(op.results[0].type))
+    return index_root(op.operands[1 + dynamic_offsets + dynamic_sizes.index(kept[dim])])
+
+
+def _kept_dims(sizes: list[int], result: ir.ShapedType) -> list[int]:
+    """The slice dims that a (possibly rank-reducing) slice's result keeps, in order: a
+    rank-reducing slice drops unit dims, matched from the left."""
+    kept = []
+    for d, size in enumerate(sizes):
+        # A dynamic size matches a dynamic result dim: both are the same marker.
+        if len(kept) < result.rank and size == result.shape[len(kept)]:
+            kept.append(d)
+        elif size != 1:
+            raise UnknownSize("a slice that drops a dim of size other than 1")
+    if len(kept) != result.rank:
+        raise UnknownSize("a slice whose result does not match its sizes")
+    return kept
 
 
 def _reassociation(op: ir.Operation) -> list[list[int]]:
