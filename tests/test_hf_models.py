@@ -83,3 +83,23 @@ def test_generate_with_a_compiled_forward_picks_eagers_tokens(name, device):
     assert actual.tolist() == expected.tolist()
     counters = assert_compiled()
     assert counters["graphs_split"] == 0
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_forward_with_dynamic_sizes_compiles_once(name, device):
+    """dynamic=True: one graph serves every batch and sequence length (GPT-2's GELU
+    divides 0-d float tensors, BERT's masks take the minimum of sizes)."""
+    model = MODELS[name]().eval().to(device)
+    compiled = torch.compile(model, backend="mlir", dynamic=True, fullgraph=True)
+    output = "last_hidden_state" if name == "bert" else "logits"
+    with torch.no_grad():
+        for batch, length in [(2, 6), (3, 9), (2, 13)]:
+            ids = torch.randint(3, VOCAB, (batch, length), device=device)
+            mask = torch.ones_like(ids)
+            mask[1, :2] = 0
+            torch.testing.assert_close(compiled(ids, attention_mask=mask)[output],
+                                       model(ids, attention_mask=mask)[output],
+                                       rtol=1e-4, atol=1e-4)
+    counters = assert_compiled()
+    assert counters["graphs_split"] == 0
+    assert counters["graphs_compiled"] == 1 or counters["native_ops"]

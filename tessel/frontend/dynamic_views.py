@@ -16,6 +16,9 @@
   ints as `aten.fmod.int`, which it cannot lower.
 - `torch.sym_sum` of symbolic ints (Dynamo's sum of sizes) becomes a chain of `+`: the
   FX importer has no mapping for it.
+- Aliases torch-mlir lowers under another name (_ALIASES): `aten.true_divide.Tensor`,
+  which float arithmetic turned into 0-d tensor ops emits under dynamic=True (GPT-2's
+  `math.sqrt(2.0 / math.pi)`), is `aten.div.Tensor`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import torch.fx
 
 from tessel.frontend.signature import host_can_view, view_chain
 
+_ALIASES = {torch.ops.aten.true_divide.Tensor: torch.ops.aten.div.Tensor}
 _VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default,
           torch.ops.aten.reshape.default)
 
@@ -117,6 +121,10 @@ def rewrite_dynamic_views(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     the gemm then overran (heap corruption)."""
     changed = False
     for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target in _ALIASES:
+            node.target = _ALIASES[node.target]
+            changed = True
+            continue
         if node.op == "call_function" and node.target in (operator.mod, torch.sym_sum):
             (_write_out_remainder if node.target is operator.mod else _write_out_sum)(gm, node)
             changed = True

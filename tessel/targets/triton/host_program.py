@@ -29,7 +29,8 @@ _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 # infers a -1 size with it); divsi truncates toward zero, as Python's // does not.
 _SIZE_ARITHMETIC = {"arith.addi": "({} + {})", "arith.subi": "({} - {})",
                     "arith.muli": "({} * {})", "arith.divsi": "int({} / {})",
-                    "arith.floordivsi": "({} // {})",
+                    "arith.floordivsi": "({} // {})", "arith.minsi": "min({}, {})",
+                    "arith.maxsi": "max({}, {})",
                     "arith.select": "({1} if {0} else {2})"}
 _SIZE_CASTS = ("arith.index_cast", "arith.extui", "arith.extsi", "arith.trunci")
 
