@@ -57,3 +57,14 @@ def test_bf16_linear_multiplies_bf16_operands_into_f32():
     compiled = torch.compile(fn, backend="mlir")
     torch.testing.assert_close(compiled(x, w, b), fn(x, w, b))
     assert_compiled()
+
+
+def test_a_cpu_scalar_tensor_next_to_cuda_tensors_compiles():
+    """A 0-d CPU tensor mixes with CUDA tensors in eager (dynamic=True passes Python
+    floats so): the host program moves it to the GPU instead of refusing the graph."""
+    def fn(x, scale):
+        return torch.sigmoid(x) * scale
+    compiled = torch.compile(fn, backend="mlir")
+    x, scale = torch.randn(64, 32, device="cuda"), torch.tensor(3.0)
+    torch.testing.assert_close(compiled(x, scale), fn(x, scale))
+    assert_compiled()

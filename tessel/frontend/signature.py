@@ -116,7 +116,10 @@ def _check_input(node: torch.fx.Node, value, devices: frozenset[str]) -> TensorI
             raise UnsupportedGraph(f"input {node.name} has layout {value.layout}", node.name)
         if value.dtype not in SUPPORTED_DTYPES:
             raise UnsupportedGraph(f"input {node.name} has dtype {value.dtype}", node.name)
-        if value.device.type not in devices:
+        # A 0-d CPU tensor is a scalar, which PyTorch mixes with tensors of any device
+        # (the target's host program moves it where it needs it).
+        if value.device.type not in devices and not (value.device.type == "cpu"
+                                                     and value.dim() == 0):
             raise UnsupportedGraph(f"input {node.name} is on {value.device}", node.name)
         return TensorInput(node.name, value.dtype, value.dim())
     if isinstance(value, torch.SymInt):

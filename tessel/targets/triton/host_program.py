@@ -567,10 +567,14 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     tensor-core kernels take NHWC), and outputs are returned contiguous."""
     main = ir.function_named(module, "main")
     writer = _HostWriter(main, kernels, signature, channels_last, narrowed)
-    tensors = [arg.name for arg in signature.inputs if isinstance(arg, TensorInput)]
-    device = f"{tensors[0]}.device" if tensors else "torch.device('cuda')"
+    tensors = [arg for arg in signature.inputs if isinstance(arg, TensorInput)]
+    # The device of the first input with dims: a 0-d input may be a CPU scalar (under
+    # dynamic=True, Python floats come in as 0-d CPU tensors), which moves to it.
+    placed = [arg.name for arg in tensors if arg.rank] or [arg.name for arg in tensors]
+    device = f"{placed[0]}.device" if placed else "torch.device('cuda')"
     body = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]
     body.append(f"device = {device}")
+    body += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors if not arg.rank]
     if channels_last:
         body.append("capturing = device.type == 'cuda' and torch.cuda.is_current_stream_capturing()")
     statements = writer.write()
