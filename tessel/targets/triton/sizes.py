@@ -26,6 +26,7 @@ from tessel import ir
 Root = tuple
 Extent = int | Root
 
+
 class UnknownSize(Exception):
     """A dynamic extent whose producer this module cannot trace (the kernel is then
     unsupported, and the graph runs eagerly around it)."""
@@ -58,7 +59,7 @@ def extent(value: ir.Value, dim: int) -> Extent:
         return _slice_extent(owner, dim)
     if name == "tensor.collapse_shape":
         group = _reassociation(owner)[dim]
-        return product([extent(owner.operands[0], d) for d in group])
+        return _product([extent(owner.operands[0], d) for d in group])
     if name == "tensor.concat":
         if dim != ir.IntegerAttr(owner.attributes["dim"]).value:
             return extent(owner.operands[0], dim)
@@ -152,7 +153,7 @@ def index_root(value: ir.Value) -> Extent:
     if owner.name == "arith.index_cast":
         return index_root(owner.operands[0])
     if owner.name == "arith.muli":
-        return product([index_root(v) for v in owner.operands])
+        return _product([index_root(v) for v in owner.operands])
     if owner.name == "affine.apply":
         affine_map = ir.AffineMapAttr(owner.attributes["map"]).value
         (expr,) = affine_map.results
@@ -172,13 +173,13 @@ def _affine_root(expr, operands: list[ir.Value], n_dims: int) -> Extent:
     if isinstance(expr, ir.AffineSymbolExpr):
         return index_root(operands[n_dims + expr.position])
     if isinstance(expr, (ir.AffineMulExpr, ir.AffineAddExpr)):
-        combine = product if isinstance(expr, ir.AffineMulExpr) else _sum
+        combine = _product if isinstance(expr, ir.AffineMulExpr) else _sum
         return combine([_affine_root(expr.lhs, operands, n_dims),
                         _affine_root(expr.rhs, operands, n_dims)])
     raise UnknownSize(f"a size computed as {expr}")
 
 
-def product(extents: list[Extent]) -> Extent:
+def _product(extents: list[Extent]) -> Extent:
     """The product of extents: an int when all are static, else one root."""
     static = math.prod(e for e in extents if isinstance(e, int))
     roots = []
@@ -193,6 +194,7 @@ def product(extents: list[Extent]) -> Extent:
 
 
 def _sum(extents: list[Extent]) -> Extent:
+    """The sum of extents (a padded or concatenated size): an int, or one root."""
     static = sum(e for e in extents if isinstance(e, int))
     roots = [e for e in extents if isinstance(e, tuple)]
     if not roots:
