@@ -7,7 +7,16 @@ Everything else in tessel says `from tessel import ir` and uses `ir.Module`,
 import io
 
 from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
-from torch_mlir.ir import Context, Module, Operation, OpView, StringAttr, WalkResult
+from torch_mlir.ir import (
+    Context,
+    DenseI64ArrayAttr,
+    Module,
+    Operation,
+    OpView,
+    ShapedType,
+    StringAttr,
+    WalkResult,
+)
 from torch_mlir.passmanager import PassManager  # noqa: F401
 from torch_mlir.execution_engine import ExecutionEngine  # noqa: F401
 from torch_mlir.dialects import ext  # noqa: F401  (Python-defined dialects: ir.ext.Dialect)
@@ -56,6 +65,18 @@ def operation_of(owner) -> Operation | None:
     if isinstance(owner, OpView):
         return owner.operation
     return owner if isinstance(owner, Operation) else None
+
+
+def mixed_values(op, attributes: tuple[str, ...], first_operand: int) -> list[list]:
+    """MLIR's mixed static/dynamic lists of `op` (static_offsets, static_low, ...): per
+    attribute, its entries with each dynamic one (the kDynamic marker) replaced by the
+    op's next operand; the dynamic operands start at `first_operand`, in attribute
+    order. Entries are ints or Values."""
+    dynamic = ShapedType.get_dynamic_size()  # the same marker as for offsets and strides
+    operands = iter(list(op.operands)[first_operand:])
+    return [[next(operands) if entry == dynamic else entry
+             for entry in DenseI64ArrayAttr(op.attributes[attribute])]
+            for attribute in attributes]
 
 
 def defined_functions(module, kind: str = "func.func") -> list:

@@ -98,11 +98,11 @@ def _write_out_remainder(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
 def _write_out_sum(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
     """Replace `torch.sym_sum([a, b, ...])` by `a + b + ...`."""
     (terms,) = node.args
-    total, value = terms[0], None
+    total, value = terms[0], _value_of(terms[0])
     with gm.graph.inserting_before(node):
         for term in terms[1:]:
             total = gm.graph.call_function(operator.add, (total, term))
-            value = (value if value is not None else _value_of(terms[0])) + _value_of(term)
+            value = value + _value_of(term)
             total.meta["val"] = value
     node.replace_all_uses_with(total)
     gm.graph.erase_node(node)

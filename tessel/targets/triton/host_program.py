@@ -33,6 +33,8 @@ _SIZE_ARITHMETIC = {"arith.addi": "({} + {})", "arith.subi": "({} - {})",
                     "arith.maxsi": "max({}, {})",
                     "arith.select": "({1} if {0} else {2})"}
 _SIZE_CASTS = ("arith.index_cast", "arith.extui", "arith.extsi", "arith.trunci")
+_SIZE_OPS = (*_SIZE_ARITHMETIC, *_SIZE_CASTS, "tensor.dim", "arith.cmpi", "affine.apply",
+             "tensor.from_elements")
 
 
 def _shape_text(shape: list[int | str]) -> str:
@@ -73,9 +75,9 @@ def _rounds_on_read(use, half: ir.Type) -> bool:
     """Whether `use` is an input of a linalg.generic inside a kernel whose body only
     truncates that input to `half`."""
     generic = ir.operation_of(use.owner)
+    kernel = _main_level_user(use)
     if generic is None or generic.name != "linalg.generic" or \
-            _main_level_user(use).name == "tkern.library_call" or \
-            not is_kernel(_main_level_user(use)):
+            kernel.name == "tkern.library_call" or not is_kernel(kernel):
         return False
     inputs = len(generic.operands) - len(generic.results)
     if use.operand_number >= inputs:
@@ -265,6 +267,10 @@ class _HostWriter:
         self.counter += 1
         return f"{stem}{self.counter}"
 
+    def name_or_literal(self, entry: int | ir.Value) -> int | str:
+        """An entry of ir.mixed_values: a literal, or the name of main's value."""
+        return entry if isinstance(entry, int) else self.name_of(entry)
+
     def name_of(self, value: ir.Value) -> str:
         if value not in self.names:
             raise UnsupportedKernel("func.func", f"value {value.get_name()} has no host buffer")
@@ -302,8 +308,7 @@ class _HostWriter:
                                f"compiled graph failed: ' + {message!r})"]
             elif op.name in ("tensor.empty", "func.return"):
                 continue  # outputs are allocated where a kernel writes them
-            elif op.name in _SIZE_ARITHMETIC or op.name in _SIZE_CASTS or \
-                    op.name in ("tensor.dim", "arith.cmpi", "affine.apply", "tensor.from_elements"):
+            elif op.name in _SIZE_OPS:
                 self.size_arithmetic(op)
             else:
                 raise UnsupportedKernel(op.name, "at the host level of the Triton target")
@@ -528,13 +533,8 @@ class _HostWriter:
     def slice_items(self, op: ir.Operation, first_dynamic: int) -> tuple[str, list]:
         """The `a:b:s, ...` index of a slice op's offsets, sizes and strides (static, or
         main's values from operand `first_dynamic` on), and its sizes."""
-        dynamic = iter(self.name_of(v) for v in list(op.operands)[first_dynamic:])
-        per_dim = []
-        for attribute, marker in (("static_offsets", ir.ShapedType.get_dynamic_stride_or_offset()),
-                                  ("static_sizes", ir.ShapedType.get_dynamic_size()),
-                                  ("static_strides", ir.ShapedType.get_dynamic_stride_or_offset())):
-            per_dim.append([next(dynamic) if v == marker else v
-                            for v in ir.DenseI64ArrayAttr(op.attributes[attribute])])
+        per_dim = [[self.name_or_literal(v) for v in values] for values in ir.mixed_values(
+            op, ("static_offsets", "static_sizes", "static_strides"), first_dynamic)]
         items = []
         for offset, size, step in zip(*per_dim):
             if all(isinstance(v, int) for v in (offset, size, step)):
@@ -547,10 +547,8 @@ class _HostWriter:
     def pad(self, op: ir.Operation) -> None:
         """tensor.pad with a constant, as torch.nn.functional.pad (last dim first); a
         dynamic width is one of main's values."""
-        dynamic = iter(self.name_of(v) for v in list(op.operands)[1:])
-        low, high = ([next(dynamic) if width == ir.ShapedType.get_dynamic_size() else width
-                      for width in ir.DenseI64ArrayAttr(op.attributes[side])]
-                     for side in ("static_low", "static_high"))
+        low, high = ([self.name_or_literal(w) for w in widths]
+                     for widths in ir.mixed_values(op, ("static_low", "static_high"), 1))
         value = _pad_value(op)
         if value is None:
             raise UnsupportedKernel(op.name, "a pad with a computed value")

@@ -835,14 +835,13 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
 
 def _row_bounds(writer: _Writer, forall: ir.Operation) -> list[int | str]:
     """The row loop's upper bounds (its lower bounds are 0 and steps 1)."""
-    dynamic = ir.ShapedType.get_dynamic_size()
-    for attribute, start in (("staticLowerBound", 0), ("staticStep", 1)):
-        if any(b != start for b in ir.DenseI64ArrayAttr(forall.attributes[attribute])):
+    lower, upper, step = ir.mixed_values(
+        forall, ("staticLowerBound", "staticUpperBound", "staticStep"), 0)
+    for attribute, bounds, start in (("lower bound", lower, 0), ("step", step, 1)):
+        if any(b != start for b in bounds):
             raise UnsupportedKernel("scf.forall", f"a row loop whose {attribute} is not {start}")
-    static = list(ir.DenseI64ArrayAttr(forall.attributes["staticUpperBound"]))
-    operands = iter(forall.operands)
-    return [writer.size(sizes.index_root(next(operands))) if bound == dynamic else bound
-            for bound in static]
+    return [bound if isinstance(bound, int) else writer.size(sizes.index_root(bound))
+            for bound in upper]
 
 
 def _row_reductions(generics: list[ir.Operation]) -> list[ir.Operation]:
@@ -900,23 +899,15 @@ def _store_rows(writer: _Writer, inserts: list[ir.Operation], destinations: dict
 
 
 def _offsets(writer: _Writer, op: ir.Operation, first_dynamic: int) -> list[str]:
-    """The offsets of an extract_slice / parallel_insert_slice as Python expressions;
-    sizes and strides must be static, strides 1, and the slice rank-preserving."""
-    static = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
-    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    """The offsets of an extract_slice / parallel_insert_slice as Python expressions:
+    literals, or row indices; its strides must be 1."""
+    offsets, _, strides = ir.mixed_values(
+        op, ("static_offsets", "static_sizes", "static_strides"), first_dynamic)
     if any(s != 1 for s in strides):
         raise UnsupportedKernel(op.name, "strided slices are not supported yet")
-    dynamic = iter(list(op.operands)[first_dynamic:])
-    offsets = []
-    for offset in static:
-        if offset == ir.ShapedType.get_dynamic_stride_or_offset():
-            value = next(dynamic)
-            if value not in writer.program_ids:
-                raise UnsupportedKernel(op.name, "an offset that is not a row index")
-            offsets.append(writer.program_ids[value])
-        else:
-            offsets.append(str(offset))
-    return offsets
+    if any(not isinstance(o, int) and o not in writer.program_ids for o in offsets):
+        raise UnsupportedKernel(op.name, "an offset that is not a row index")
+    return [str(o) if isinstance(o, int) else writer.program_ids[o] for o in offsets]
 
 
 def _slice(writer: _Writer, op: ir.Operation, destinations: dict) -> None:

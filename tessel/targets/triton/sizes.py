@@ -32,10 +32,6 @@ class UnknownSize(Exception):
     unsupported, and the graph runs eagerly around it)."""
 
 
-def _dynamic() -> int:
-    return ir.ShapedType.get_dynamic_size()
-
-
 def shape(value: ir.Value) -> list[Extent]:
     """Each dim of a ranked tensor value: its static size or its root."""
     return [extent(value, d) for d in range(ir.ShapedType(value.type).rank)]
@@ -65,21 +61,16 @@ def extent(value: ir.Value, dim: int) -> Extent:
             return extent(owner.operands[0], dim)
         return _sum([extent(piece, dim) for piece in owner.operands])
     if name == "tensor.pad":
-        widths = []
-        dynamic = iter(list(owner.operands)[1:])
-        for side in ("static_low", "static_high"):
-            width = list(ir.DenseI64ArrayAttr(owner.attributes[side]))
-            widths.append([index_root(next(dynamic)) if w == _dynamic() else w for w in width])
-        return _sum([extent(owner.operands[0], dim), widths[0][dim], widths[1][dim]])
+        low, high = ir.mixed_values(owner, ("static_low", "static_high"), 1)
+        return _sum([extent(owner.operands[0], dim), _root(low[dim]), _root(high[dim])])
     if name == "tensor.reshape":
         shape_owner = ir.operation_of(owner.operands[1].owner)
         if shape_owner is None or shape_owner.name != "tensor.from_elements":
             raise UnknownSize("a reshape to a computed shape tensor")
         return index_root(shape_owner.operands[dim])
     if name == "tensor.expand_shape":
-        static = list(ir.DenseI64ArrayAttr(owner.attributes["static_output_shape"]))
-        dynamic = [d for d, size in enumerate(static) if size == _dynamic()]
-        return index_root(owner.operands[1 + dynamic.index(dim)])
+        (output_shape,) = ir.mixed_values(owner, ("static_output_shape",), 1)
+        return _root(output_shape[dim])
     position = list(owner.results).index(value)
     if name in ("tkern.kernel", "tkern.library_call"):
         body = owner.regions[0].blocks[0]
@@ -108,21 +99,20 @@ def _argument_extent(value: ir.Value, dim: int) -> Extent:
 
 
 def _slice_extent(op: ir.Operation, dim: int) -> Extent:
-    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-    offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
-    dynamic_offsets = sum(1 for o in offsets if o == ir.ShapedType.get_dynamic_stride_or_offset())
-    dynamic_sizes = [d for d, size in enumerate(sizes) if size == _dynamic()]
+    _, sizes, _ = ir.mixed_values(op, ("static_offsets", "static_sizes", "static_strides"), 1)
     kept = _kept_dims(sizes, ir.ShapedType(op.results[0].type))
-    return index_root(op.operands[1 + dynamic_offsets + dynamic_sizes.index(kept[dim])])
+    return _root(sizes[kept[dim]])
 
 
-def _kept_dims(sizes: list[int], result: ir.ShapedType) -> list[int]:
-    """The slice dims that a (possibly rank-reducing) slice's result keeps, in order: a
-    rank-reducing slice drops unit dims, matched from the left."""
+def _kept_dims(sizes: list, result: ir.ShapedType) -> list[int]:
+    """The slice dims (sizes: ints, or Values where dynamic) that a (possibly
+    rank-reducing) slice's result keeps, in order: a rank-reducing slice drops unit
+    dims, matched from the left."""
     kept = []
     for d, size in enumerate(sizes):
-        # A dynamic size matches a dynamic result dim: both are the same marker.
-        if len(kept) < result.rank and size == result.shape[len(kept)]:
+        if len(kept) < result.rank and (not isinstance(size, int)
+                                        if result.is_dynamic_dim(len(kept))
+                                        else size == result.shape[len(kept)]):
             kept.append(d)
         elif size != 1:
             raise UnknownSize("a slice that drops a dim of size other than 1")
@@ -136,13 +126,29 @@ def _reassociation(op: ir.Operation) -> list[list[int]]:
             for group in ir.ArrayAttr(op.attributes["reassociation"])]
 
 
+def _root(entry: int | ir.Value) -> Extent:
+    """An entry of ir.mixed_values as an extent."""
+    return entry if isinstance(entry, int) else index_root(entry)
+
+
 def index_root(value: ir.Value) -> Extent:
-    """The root of an index value that a size operand holds."""
+    """The root of an index value that a size operand holds: traced to the inputs where
+    this module can (so that equal sizes compare equal), else the value itself when
+    `main` computes it (the host program then computes it too)."""
+    try:
+        return _traced_root(value)
+    except UnknownSize:
+        owner = ir.operation_of(value.owner)
+        defining = owner.parent if owner is not None else value.owner.owner
+        if defining is not None and defining.operation.name == "func.func":
+            return ("value", value)
+        raise
+
+
+def _traced_root(value: ir.Value) -> Extent:
     owner = ir.operation_of(value.owner)
     if owner is None:
-        if value.owner.owner.operation.name == "func.func":
-            return ("value", value)
-        raise UnknownSize("a size computed inside a loop")
+        raise UnknownSize("a size that is a block argument")
     if owner.name == "arith.constant":
         return ir.IntegerAttr(owner.attributes["value"]).value
     if owner.name == "tensor.dim":
@@ -158,9 +164,7 @@ def index_root(value: ir.Value) -> Extent:
         affine_map = ir.AffineMapAttr(owner.attributes["map"]).value
         (expr,) = affine_map.results
         return _affine_root(expr, list(owner.operands), affine_map.n_dims)
-    if owner.parent is not None and owner.parent.name == "func.func":
-        return ("value", value)
-    raise UnknownSize(f"a size computed by {owner.name} inside a kernel")
+    raise UnknownSize(f"a size computed by {owner.name}")
 
 
 def _affine_root(expr, operands: list[ir.Value], n_dims: int) -> Extent:
