@@ -121,7 +121,7 @@ def run_in_worker(bytecode: bytes, pipeline: str, timeout_s: float = 600.0) -> b
 def _serve() -> None:
     # Loading dialects and building the first pass pipelines costs ~0.3 s: pay it while
     # the parent is still tracing its first graph, not on its first request.
-    for pipeline in ("torch-to-linalg", "cpu"):
+    for pipeline in ("torch-to-linalg", "cpu", "gpu"):
         run_pipeline(ir.parse_module(""), pipeline)
     for line in sys.stdin:
         request = json.loads(line)

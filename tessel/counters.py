@@ -12,6 +12,7 @@ _EMPTY = {
     "backward_graphs_compiled": 0,
     "graphs_fallback": 0,           # graphs that run entirely eagerly
     "graphs_cached": 0,             # compiled graphs loaded from the on-disk graph cache
+    "graphs_cached_before_aot": 0,  # ... of those, inference graphs that skipped aot_autograd
     "graphs_split": 0,              # graphs whose unsupported ops run eagerly between compiled pieces
     "fallback_reasons": [],         # "graph N: op: reason" per op or graph run eagerly
     "native_ops": [],               # "graph N: op: reason" per op left to PyTorch on purpose

@@ -308,10 +308,10 @@ def test_kernel_that_triton_cannot_build_makes_the_graph_run_eagerly(monkeypatch
 
     building_kernels = target._building_kernels
 
-    def failing_build(host, stages):
+    def failing_build(host, stages, compile_first):
         def launch(*args):
             raise CompilationError("x", ast.parse("x").body[0], "Expected dtype fp32")
-        return building_kernels(launch, stages)
+        return building_kernels(launch, stages, compile_first)
     monkeypatch.setattr(target, "_building_kernels", failing_build)
     compiled = torch.compile(torch.sin, backend="mlir", options={"target": "triton"})
     x = torch.randn(8)
@@ -330,15 +330,33 @@ def test_a_compiled_graph_comes_from_the_on_disk_cache_the_second_time(tmp_path)
     pipeline_seconds = tessel.stats()["compile_seconds"]["gpu"]
     assert list((tmp_path / "cache" / "graphs").glob("*.json"))
 
-    torch._dynamo.reset()  # as a new process would: Dynamo and aot_autograd run again
+    torch._dynamo.reset()  # as a new process would: Dynamo runs again, aot_autograd not
     torch.testing.assert_close(compile_triton(fn)(x, w), fn(x, w))
     counters = assert_compiled(min_graphs=2)
-    assert counters["graphs_cached"] == 1
+    assert counters["graphs_cached"] == counters["graphs_cached_before_aot"] == 1
     assert counters["compile_seconds"]["gpu"] == pipeline_seconds  # no pipeline ran
 
     torch._dynamo.reset()  # another shape is another graph: compiled, not loaded
     compile_triton(fn)(torch.randn(8, 64), w)
     assert tessel.stats()["graphs_cached"] == 1
+
+
+@pytest.mark.parametrize("fn", [
+    pytest.param(lambda x: (x.add_(1).sin(),), id="input-mutation"),
+    pytest.param(lambda x: (x.sin(), x.t()), id="output-aliases-input"),
+])
+def test_a_graph_that_aot_autograd_wraps_comes_from_the_cache_below_it(fn, tmp_path):
+    """aot_autograd's wrapper writes mutated inputs back and recreates aliased outputs:
+    such a graph must go through aot_autograd even when it comes from the cache."""
+    def run(function):
+        x = torch.arange(6.0).reshape(2, 3)
+        return function(x), x
+    expected = run(fn)
+    for _ in range(2):  # the second time as a new process would: from the cache
+        torch._dynamo.reset()
+        torch.testing.assert_close(run(compile_triton(fn)), expected)
+    counters = tessel.stats()
+    assert counters["graphs_cached"] == 1 and counters["graphs_cached_before_aot"] == 0
 
 
 def test_channels_last_weights_convert_once_per_weight_version():

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import functools
+import threading
 
+import torch
 import torch.fx
 from torch._dynamo.backends.common import aot_autograd
 
 from tessel.compile_worker import start_worker
-from tessel.frontend.compile_graph import compile_graph
+from tessel.frontend.compile_graph import cached_inference, compile_graph, remembering_inference
 from tessel.frontend.decompositions import decomposition_table
 from tessel.options import parse_options
+
+
+def _hash_triton_sources() -> None:
+    from triton.runtime.cache import triton_key
+    triton_key()
 
 
 # torch.compile(fn, backend="mlir") imports this module when it resolves the backend,
 # before Dynamo traces anything: the compile worker starts (and warms up) meanwhile.
 start_worker()
+# So does Triton's key of its own sources, which its every compile and cache lookup
+# needs: computed once per process, it hashes libtriton (0.4 s on the H100 host, with the
+# GIL released), and on a GPU machine the Triton target will need it.
+if torch.cuda.is_available():
+    threading.Thread(target=_hash_triton_sources, daemon=True).start()
 
 
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None,
@@ -23,9 +35,13 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
     """Dynamo backend entry point (registered as `mlir` via the torch_dynamo_backends group).
 
     aot_autograd lifts parameters to graph inputs and splits forward and backward;
-    each of those graphs goes through `compile_graph`.
+    each of those graphs goes through `compile_graph`. An inference graph that an
+    earlier process compiled skips aot_autograd too (`cached_inference`).
     """
     parsed = parse_options(mode, options)
+    cached = cached_inference(gm, example_inputs, parsed)
+    if cached is not None:
+        return cached
     if parsed.compile_in_worker:
         start_worker()  # again, if it has exited (after a crash) since
 
@@ -38,7 +54,8 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
         inference_compiler=compiler("inference"),
         decompositions=decomposition_table(),
     )
-    return backend(gm, example_inputs)
+    with remembering_inference(gm, example_inputs, parsed):
+        return backend(gm, example_inputs)
 
 
 def _compile(gm, example_inputs, options, kind):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import logging
+import pickle
 import tempfile
 import warnings
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import torch
 import torch._guards
 import torch.fx
+from torch._functorch._aot_autograd.schemas import OutputType, PlainTensorMeta
 from torch._functorch.aot_autograd import make_boxed_func
 
 from tessel import counters
@@ -37,13 +41,12 @@ class IndexOutOfRange(IndexError, RuntimeError):
     RuntimeError (gather, index_select): this is caught as either."""
 
 
-def resolve_target(options: Options, gm: torch.fx.GraphModule) -> str:
+def resolve_target(options: Options, inputs) -> str:
     """options.target, or with "auto": triton for a graph with CUDA inputs, else cpu
     (inputs on other devices are refused by prepare_graph, naming them)."""
     if options.target != "auto":
         return options.target
-    values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    devices = {v.device.type for v in values if isinstance(v, torch.Tensor)}
+    devices = {v.device.type for v in inputs if isinstance(v, torch.Tensor)}
     return "triton" if "cuda" in devices else "cpu"
 
 
@@ -59,9 +62,84 @@ def _static_inputs(gm: torch.fx.GraphModule, kind: str) -> frozenset[int]:
     return frozenset(indices)
 
 
+# While `remembering_inference` runs: the number of Dynamo's graph inputs, and the entry
+# to store for that graph once aot_autograd has compiled it.
+_remembered: dict | None = None
+
+
+@contextlib.contextmanager
+def remembering_inference(gm: torch.fx.GraphModule, example_inputs, options: Options):
+    """Around aot_autograd's compile of Dynamo's `gm`: when that compiles it whole, as an
+    inference graph which aot_autograd's wrapper only passes arguments and results
+    through, store what `cached_inference` needs to skip aot_autograd next time."""
+    global _remembered
+    key = _inference_key(gm, example_inputs, options)
+    _remembered = {"inputs": len(example_inputs)} if key else None
+    try:
+        yield
+        if _remembered and "graph" in _remembered:
+            graph_cache.store(key, _remembered)
+    finally:
+        _remembered = None
+
+
+def _inference_key(gm: torch.fx.GraphModule, example_inputs, options: Options) -> str | None:
+    target = get_target(resolve_target(options, example_inputs))
+    # check_accuracy needs the kernel IR of a compile, which the cache lacks.
+    if not target.caches_graphs or options.check_accuracy:
+        return None
+    return graph_cache.inference_key(gm, example_inputs, options, target.name)
+
+
+def _remember_inference(cache_key: str | None, signature: GraphSignature, target: str) -> None:
+    metadata = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
+    if (cache_key is None or _remembered is None or metadata is None
+            or len(signature.inputs) != _remembered["inputs"]
+            or any(i.mutates_data or i.mutates_metadata for i in metadata.input_info)
+            or any(o.output_type != OutputType.non_alias for o in metadata.output_info)
+            or metadata.num_intermediate_bases or metadata.tokens
+            or any(not isinstance(m, PlainTensorMeta) or m.memory_format is not None
+                   for m in metadata.subclass_inp_meta)):
+        return
+    _remembered.update(target=target, graph=cache_key,
+                       signature=base64.b64encode(pickle.dumps(signature)).decode())
+
+
+def cached_inference(gm: torch.fx.GraphModule, example_inputs, options: Options):
+    """Dynamo's `gm` as an earlier process compiled it (see `remembering_inference`),
+    without aot_autograd, or None."""
+    entry = graph_cache.load(_inference_key(gm, example_inputs, options))
+    if entry is None:
+        return None
+    dump = GraphDump(options.dump_dir, "inference")
+    stages = Stages(dump, in_worker=options.compile_in_worker)
+    stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
+    signature = pickle.loads(base64.b64decode(entry["signature"]))
+    with stages.timed("prepare"):
+        loaded = get_target(entry["target"]).load_cached(entry["graph"], signature, options,
+                                                         stages)
+    if loaded is None:
+        return None
+    host, kernels = loaded
+    counters.count("graphs_cached")
+    counters.count("graphs_cached_before_aot")
+    _count_compiled(dump.graph_name, "inference", kernels)
+    return _eager_when_a_check_fails(_checking_indices(host, signature), gm, dump.graph_name,
+                                     options)
+
+
+def _count_compiled(graph_name: str, kind: str, kernels: int) -> None:
+    counters.count("graphs_compiled")
+    counters.count("backward_graphs_compiled" if kind.startswith("backward")
+                   else "forward_graphs_compiled")
+    counters.count("kernels", kernels)
+    log.info("tessel: compiled graph %s into %d kernel(s)", graph_name, kernels)
+
+
 def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str):
     with stages.timed("prepare"):
-        target = get_target(resolve_target(options, gm))
+        target = get_target(resolve_target(
+            options, [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]))
         import_module, signature = prepare_graph(rewrite_dynamic_views(gm), target.devices())
         signature.static_inputs = _static_inputs(gm, kind)
         # check_accuracy needs the kernel IR of this compile, which the cache lacks.
@@ -71,6 +149,8 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
     if cached is not None:
         counters.count("graphs_cached")
         host, kernels = cached
+        if kind == "inference":
+            _remember_inference(cache_key, signature, target.name)
         return _checking_indices(host, signature), kernels, None
     with stages.timed("import"):
         try:
@@ -81,6 +161,8 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
     stages.write("torch.mlir", module.__str__)
     module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
     host, kernels = target.compile(module, signature, options, stages, cache_key=cache_key)
+    if kind == "inference":
+        _remember_inference(cache_key, signature, target.name)
     locate = None
     if options.check_accuracy:
         def locate(*args):
@@ -151,11 +233,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         log.debug("tessel: internal error compiling %s", dump.graph_name, exc_info=True)
         failure = CompileFailure("internal", f"internal compiler error: {type(error).__name__}: {error}")
     else:
-        counters.count("graphs_compiled")
-        counters.count("backward_graphs_compiled" if kind.startswith("backward")
-                       else "forward_graphs_compiled")
-        counters.count("kernels", kernels)
-        log.info("tessel: compiled graph %s into %d kernel(s)", dump.graph_name, kernels)
+        _count_compiled(dump.graph_name, kind, kernels)
         if options.check_accuracy:
             host = _checked_against_eager(host, gm, dump, locate)
         return dump.graph_name, _eager_when_a_check_fails(host, gm, dump.graph_name, options)

@@ -6,6 +6,10 @@ shapes, strides, dtypes and devices, the options, tessel's own source, and the v
 of torch, triton and torch-mlir. A hit skips import, lowering, the pipelines and code
 generation; Triton's own cache then supplies the compiled kernels. Graphs holding tensor
 constants (get_attr nodes, whose values the code does not show) are not cached.
+
+`inference_key` keys a graph one level up, as Dynamo hands it to the backend: when
+aot_autograd only passes such a graph's arguments and results through (inference, no
+mutation or aliasing), a hit also skips aot_autograd's tracing (compile_graph.py).
 """
 
 from __future__ import annotations
@@ -49,14 +53,37 @@ def _describe(value) -> str:
     return repr(value)
 
 
+def _digest(options, *parts) -> str:
+    """`parts`, the options (but where dumps go) and the toolchain, as one key."""
+    settings = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+                if f.name != "dump_dir"}
+    text = json.dumps([*parts, repr(settings), _toolchain()])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 def graph_key(gm: torch.fx.GraphModule, options, target: str) -> str | None:
     if any(node.op == "get_attr" for node in gm.graph.nodes):
         return None
     inputs = [_describe(n.meta.get("val")) for n in gm.graph.nodes if n.op == "placeholder"]
-    settings = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-                if f.name != "dump_dir"}
-    text = json.dumps([target, gm.code, inputs, repr(settings), _toolchain()])
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return _digest(options, target, gm.code, inputs)
+
+
+def inference_key(gm: torch.fx.GraphModule, example_inputs, options, target: str) -> str | None:
+    """Key of a Dynamo graph that aot_autograd turns into an inference graph of the same
+    inputs: plain tensors of static shapes, with grad off or none requiring it, and no
+    autocast (whose casts aot_autograd's wrapper keeps away from the compiled code). None
+    for any other graph, and for graphs with constants or submodules."""
+    placeholders = [n.meta.get("example_value") for n in gm.graph.nodes if n.op == "placeholder"]
+    if (len(placeholders) != len(example_inputs)
+            or any(type(v) not in (torch.Tensor, torch.nn.Parameter) for v in example_inputs)
+            or any(not isinstance(v, torch.Tensor) or any(isinstance(s, torch.SymInt) for s in v.shape)
+                   for v in placeholders)
+            or any(node.op in ("get_attr", "call_module") for node in gm.graph.nodes)
+            or (torch.is_grad_enabled() and any(v.requires_grad for v in example_inputs))
+            or torch._C._is_any_autocast_enabled()):
+        return None
+    return _digest(options, "dynamo", target, gm.code, [_describe(v) for v in example_inputs],
+                   torch.are_deterministic_algorithms_enabled())
 
 
 def _entry_path(key: str) -> Path:

@@ -55,17 +55,19 @@ def _load_kernels(source: str):
     return module
 
 
-def _building_kernels(host: Callable, stages: Stages) -> Callable:
-    """`host`, compiling its kernels in parallel before its first call, and turning a
-    kernel that Triton fails to compile into KernelBuildFailed (the graph then runs
-    eagerly), with the dump that holds its source."""
+def _building_kernels(host: Callable, stages: Stages, compile_first: bool) -> Callable:
+    """`host`, turning a kernel that Triton fails to compile into KernelBuildFailed (the
+    graph then runs eagerly), with the dump that holds its source. With `compile_first`,
+    its kernels compile in parallel before its first call; without (kernels from the
+    graph cache, which Triton's cache holds), each loads at its first launch, which
+    costs less than the dry run that finds their arguments."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
     compiled = False
 
     def launch(*args):
         nonlocal compiled
         try:
-            if not compiled and not interpreting():
+            if compile_first and not compiled and not interpreting():
                 with stages.timed("triton-dry-run"):
                     launches = recorded_launches(host, args)
                 with stages.timed("triton-compile"):
@@ -107,7 +109,7 @@ class TritonTarget(Target):
         if entry is None:
             return None
         return self._build(entry["kernels_source"], entry["host_source"], entry["kernels"],
-                           signature, options, stages)
+                           signature, options, stages, compile_first=False)
 
     def compile(self, module: ir.Module, signature: GraphSignature, options,
                 stages: Stages, cache_key: str | None = None) -> tuple[Callable, int]:
@@ -135,10 +137,11 @@ class TritonTarget(Target):
         graph_cache.store(cache_key, {"kernels_source": module_source,
                                       "host_source": host_source, "kernels": len(kernels)})
         return self._build(module_source, host_source, len(kernels), signature, options,
-                           stages)
+                           stages, compile_first=True)
 
     def _build(self, module_source: str, host_source: str, kernels: int,
-               signature: GraphSignature, options, stages: Stages) -> tuple[Callable, int]:
+               signature: GraphSignature, options, stages: Stages,
+               compile_first: bool) -> tuple[Callable, int]:
         stages.write("triton_kernels.py", lambda: module_source)
         stages.write("host_program.py", lambda: host_source)
         namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
@@ -150,7 +153,7 @@ class TritonTarget(Target):
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
-        host = _building_kernels(namespace["host"], stages)
+        host = _building_kernels(namespace["host"], stages, compile_first)
         if options.mode == "reduce-overhead":
             host = CudaGraphRunner(host, stages.dump.graph_name, signature.static_inputs)
         return host, kernels
