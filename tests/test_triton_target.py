@@ -308,10 +308,10 @@ def test_kernel_that_triton_cannot_build_makes_the_graph_run_eagerly(monkeypatch
 
     building_kernels = target._building_kernels
 
-    def failing_build(host, stages, compile_first):
+    def failing_build(host, stages, compile_first, tune):
         def launch(*args):
             raise CompilationError("x", ast.parse("x").body[0], "Expected dtype fp32")
-        return building_kernels(launch, stages, compile_first)
+        return building_kernels(launch, stages, compile_first, tune)
     monkeypatch.setattr(target, "_building_kernels", failing_build)
     compiled = torch.compile(torch.sin, backend="mlir", options={"target": "triton"})
     x = torch.randn(8)
@@ -633,3 +633,44 @@ def test_rows_longer_than_a_block_loop_over_chunks(fn, shape, with_nans, tmp_pat
     assert_compiled()
     kernels, _ = generated_files(tmp_path / "dump")
     assert "for start in range(0, " in kernels
+
+
+def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeypatch):
+    """choose_warps times half, the same and twice each launch's warps, keeps the
+    fastest, and a later tuning of the same launch reads the stored choice instead of
+    timing. (Timing itself needs a GPU: here it is a table.)"""
+    import triton
+    import triton.language as tl
+
+    from tessel.targets.triton import autotune
+    from tessel.targets.triton.launcher import KernelLauncher
+
+    @triton.jit
+    def copy(x, y, BLOCK: tl.constexpr):
+        tl.store(y + tl.arange(0, BLOCK), tl.load(x + tl.arange(0, BLOCK)))
+
+    timings = {2: 3.0, 4: 2.0, 8: 1.0}
+    timed, compiled = [], []
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "a GPU")
+    monkeypatch.setattr(autotune, "compile_in_parallel", lambda launches: compiled.extend(
+        launcher.num_warps for launcher, _ in launches))
+
+    def milliseconds(launcher, args):
+        timed.append(launcher.num_warps)
+        return timings[launcher.num_warps]
+    monkeypatch.setattr(autotune, "milliseconds", milliseconds)
+    x, y = torch.zeros(64), torch.zeros(64)
+
+    def launches():
+        return [(KernelLauncher(copy, grid=(1,), block=64, num_warps=4), (x, y)),
+                (KernelLauncher(copy, grid=lambda size0: (1,), block=64, num_warps=4, sizes=1),
+                 (x, y, 64))]
+    first = launches()
+    assert autotune.choose_warps(first) == {"copy": 8}
+    assert [launcher.num_warps for launcher, _ in first] == [8, 4]  # dynamic sizes: kept
+    assert sorted(timed) == sorted(compiled) == [2, 4, 8]
+
+    timed.clear()
+    again = launches()
+    assert autotune.choose_warps(again) == {"copy": 8} and not timed  # the stored choice
+    assert again[0][0].num_warps == 8

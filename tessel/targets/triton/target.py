@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 from pathlib import Path
 from typing import Callable, ClassVar
 
@@ -26,7 +27,7 @@ from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import is_kernel
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
-from tessel.targets.triton import host_program, kernel_source
+from tessel.targets.triton import autotune, host_program, kernel_source
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
 from tessel.targets.triton.launcher import (
@@ -55,12 +56,14 @@ def _load_kernels(source: str):
     return module
 
 
-def _building_kernels(host: Callable, stages: Stages, compile_first: bool) -> Callable:
+def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
+                      tune: bool) -> Callable:
     """`host`, turning a kernel that Triton fails to compile into KernelBuildFailed (the
     graph then runs eagerly), with the dump that holds its source. With `compile_first`,
     its kernels compile in parallel before its first call; without (kernels from the
     graph cache, which Triton's cache holds), each loads at its first launch, which
-    costs less than the dry run that finds their arguments."""
+    costs less than the dry run that finds their arguments. With `tune` too, each
+    launch's warp count is first chosen by timing (autotune.py)."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
     compiled = False
 
@@ -70,6 +73,10 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool) -> Ca
             if compile_first and not compiled and not interpreting():
                 with stages.timed("triton-dry-run"):
                     launches = recorded_launches(host, args)
+                if tune:
+                    with stages.timed("triton-autotune"):
+                        tuned = autotune.choose_warps(launches)
+                    stages.write("autotuned_warps.json", lambda: json.dumps(tuned, indent=1))
                 with stages.timed("triton-compile"):
                     compile_in_parallel(launches)
                 compiled = True
@@ -153,7 +160,9 @@ class TritonTarget(Target):
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
-        host = _building_kernels(namespace["host"], stages, compile_first)
-        if options.mode == "reduce-overhead":
+        tune = options.mode in ("max-autotune", "max-autotune-no-cudagraphs")
+        host = _building_kernels(namespace["host"], stages, compile_first or tune, tune)
+        # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
+        if options.mode in ("reduce-overhead", "max-autotune"):
             host = CudaGraphRunner(host, stages.dump.graph_name, signature.static_inputs)
         return host, kernels
