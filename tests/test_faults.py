@@ -240,6 +240,21 @@ def test_outputs_that_are_views_of_each_other(requires_grad):
     assert counters["graphs_split"] == 0
 
 
+def test_pieces_of_a_split_are_views_of_one_buffer():
+    """Attention's query, key and value: pieces of one projection, viewed as heads and
+    transposed. Eager returns views of the projection; so does the host program, where
+    the kernel would otherwise copy each transposed piece."""
+    def fn(x, w):
+        return [t.view(2, 5, 2, 4).transpose(1, 2) for t in (x @ w).split(8, dim=-1)]
+
+    x, w = torch.randn(2, 5, 16), torch.randn(16, 24)
+    outputs, expected = torch.compile(fn, backend="mlir")(x, w), fn(x, w)
+    for actual, reference in zip(outputs, expected):
+        torch.testing.assert_close(actual, reference)
+    assert layout_of(outputs, outputs[0]) == layout_of(expected, expected[0])
+    assert_compiled()
+
+
 def test_view_outputs_with_symbolic_sizes():
     def fn(x):
         y = x + 1

@@ -674,3 +674,26 @@ def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeyp
     again = launches()
     assert autotune.choose_warps(again) == {"copy": 8} and not timed  # the stored choice
     assert again[0][0].num_warps == 8
+
+
+def test_the_host_program_frees_each_buffer_after_its_last_use(tmp_path):
+    """Intermediates are deleted after their last use, so that the caching allocator
+    can give their memory to later buffers of the same call."""
+    import re
+
+    def fn(x, w):
+        return torch.softmax(torch.layer_norm(x @ w, (64,)).relu() @ w, -1)
+
+    x, w = torch.randn(8, 64), torch.randn(64, 64)
+    torch.testing.assert_close(compile_triton(fn, dump_dir=tmp_path / "dump")(x, w), fn(x, w))
+    _, host = generated_files(tmp_path / "dump")
+    lines = [line.strip() for line in host.splitlines()]
+    body = lines[lines.index(next(line for line in lines if line.startswith("def host"))) + 1:]
+    buffers = {name for line in body for name in re.findall(r"\bbuf\d+\b", line)}
+    assert len(buffers) >= 4
+    for name in buffers:
+        uses = [i for i, line in enumerate(body)
+                if re.search(rf"\b{name}\b", line) and not line.startswith("del ")]
+        deletion = next(i for i, line in enumerate(body)
+                        if line.startswith("del ") and re.search(rf"\b{name}\b", line))
+        assert deletion == uses[-1] + 1, (name, body)

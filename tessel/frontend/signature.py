@@ -9,6 +9,7 @@ arguments, so one compiled graph serves every size Dynamo's guards admit.
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass, field
 
@@ -142,15 +143,31 @@ def _bind_symbols(inputs, values) -> list[tuple[str, str]]:
     return list(bindings.items())
 
 
+# Splits whose pieces (getitem of the split) are views of its input.
+_SPLITS = (aten.split_with_sizes.default, aten.split.Tensor)
+
+
+def _split_piece(node) -> bool:
+    return (node.op == "call_function" and node.target is operator.getitem
+            and isinstance(node.args[0], torch.fx.Node) and node.args[0].target in _SPLITS)
+
+
 def view_chain(out) -> tuple[object, list[torch.fx.Node]]:
     """(root, views): `out` is the view ops `views` applied, in order, to `root`, a node
-    that is not such a view (or `out` itself when it is no view)."""
+    that is not such a view (or `out` itself when it is no view). A piece of a split
+    (a getitem node) counts as a view of the split's input: attention's query, key and
+    value are pieces of one projection."""
     views = []
-    while (isinstance(out, torch.fx.Node) and out.op == "call_function"
-           and isinstance(out.target, torch._ops.OpOverload) and out.target.is_view
-           and [str(r.type) for r in out.target._schema.returns] == ["Tensor"]):
-        views.append(out)
-        out = out.args[0]
+    while isinstance(out, torch.fx.Node) and out.op == "call_function":
+        if _split_piece(out):
+            views.append(out)
+            out = out.args[0].args[0]
+        elif (isinstance(out.target, torch._ops.OpOverload) and out.target.is_view
+              and [str(r.type) for r in out.target._schema.returns] == ["Tensor"]):
+            views.append(out)
+            out = out.args[0]
+        else:
+            break
     return out, views[::-1]
 
 
@@ -184,12 +201,16 @@ def _host_view(views: list[torch.fx.Node], bound: set[str]) -> str | None:
     has no host expression."""
     expr = "{}"
     for view in views:
-        args = [_host_literal(a, bound) for a in view.args[1:]]
-        kwargs = {k: _host_literal(v, bound) for k, v in view.kwargs.items()}
+        piece = _split_piece(view)
+        op = view.args[0] if piece else view
+        args = [_host_literal(a, bound) for a in op.args[1:]]
+        kwargs = {k: _host_literal(v, bound) for k, v in op.kwargs.items()}
         if None in args or None in kwargs.values():
             return None
         args += [f"{k}={v}" for k, v in kwargs.items()]
-        expr = f"torch.ops.{view.target}({', '.join([expr, *args])})"
+        expr = f"torch.ops.{op.target}({', '.join([expr, *args])})"
+        if piece:
+            expr += f"[{view.args[1]}]"
     return expr
 
 
@@ -247,7 +268,8 @@ def _index_checks(gm: torch.fx.GraphModule) -> list[IndexCheck]:
             if (root.op == "placeholder" and isinstance(size, int)
                     and isinstance(index_value, torch.Tensor)
                     and not index_value.dtype.is_floating_point and index_value.dtype != torch.bool
-                    and all(v.target.overloadpacket in _VALUE_KEEPING_VIEWS for v in views)):
+                    and all(getattr(v.target, "overloadpacket", None) in _VALUE_KEEPING_VIEWS
+                            for v in views)):
                 checks.append(IndexCheck(root.name, size, from_end, str(node.target)))
     return checks
 

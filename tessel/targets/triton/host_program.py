@@ -6,6 +6,8 @@ concatenates in between. Dynamic sizes are computed from the graph's inputs
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from tessel import ir
@@ -557,6 +559,29 @@ class _HostWriter:
                                    f"({widths}), value={value})")
 
 
+_BUFFER = re.compile(r"\bbuf\d+\b")
+
+
+def _freeing_buffers(body: list[str]) -> list[str]:
+    """`body` with each buffer's name deleted after the line that uses it last, so that
+    torch's caching allocator can hand its memory to a later buffer of the same call
+    (a buffer viewed by a later name stays alive through that name). Without this,
+    every intermediate of a call stays allocated until the call returns."""
+    last_use = {}
+    for index, line in enumerate(body):
+        for name in _BUFFER.findall(line):
+            last_use[name] = index
+    dead_after: dict[int, list[str]] = {}
+    for name, index in last_use.items():
+        dead_after.setdefault(index, []).append(name)
+    freed = []
+    for index, line in enumerate(body):
+        freed.append(line)
+        if index in dead_after and not line.startswith("return "):
+            freed.append(f"del {', '.join(sorted(dead_after[index]))}")
+    return freed
+
+
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
              signature: GraphSignature, graph_name: str, channels_last: bool = False,
              narrowed: frozenset = frozenset()) -> str:
@@ -592,6 +617,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
                         f"({', '.join(result.stride)},), dtype={result.dtype}, "
                         f"device=device).copy_(out{index})")
     body.append(f"return ({''.join(r + ', ' for r in signature.returns)})")
+    body = _freeing_buffers(body)
     lines = [f"# tessel host program for graph {graph_name} (target triton)",
              *writer.launchers, "",
              f"def host({', '.join(arg.name for arg in signature.inputs)}):"]
