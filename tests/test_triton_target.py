@@ -201,14 +201,27 @@ def test_half_precision_pointwise_and_softmax(dtype):
 def test_half_precision_linear_multiplies_the_half_operands(tmp_path):
     """PyTorch's addmm decomposition widens a half linear's operands to f32 before the
     matmul; cuBLAS must get the half tensors themselves (narrow-matmul-operands), not
-    f32 copies, and return f32 as the decomposition computes it."""
+    f32 copies, with the bias in its addmm (fold-bias-into-gemm), since only a rounding
+    to half reads the sum."""
     def fn(x, w, b):
         return F.linear(x, w, b).relu()
     x, w, b = (torch.randn(*shape, dtype=torch.float16) for shape in ((32, 64), (32, 64), (32,)))
     torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w, b), fn(x, w, b))
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
-    assert "matmul_in_f32(arg0_1, arg1_1.transpose(-2, -1))" in host
+    assert "torch.addmm(arg2_1, arg0_1, arg1_1.transpose(-2, -1))" in host
+
+
+def test_half_operands_of_an_f32_product_go_to_the_mixed_precision_gemm(tmp_path):
+    """Half tensors widened before a matmul whose f32 product is the result: cuBLAS
+    multiplies the half tensors and returns f32 (matmul_in_f32), no f32 copies."""
+    def fn(x, w):
+        return x.float() @ w.float()
+    x, w = (torch.randn(*shape, dtype=torch.float16) for shape in ((32, 64), (64, 32)))
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w), fn(x, w))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "matmul_in_f32(arg0_1, arg1_1)" in host
 
 
 def test_half_matmul_rounded_by_its_reader_stays_half(tmp_path):
@@ -697,3 +710,18 @@ def test_the_host_program_frees_each_buffer_after_its_last_use(tmp_path):
         deletion = next(i for i, line in enumerate(body)
                         if line.startswith("del ") and re.search(rf"\b{name}\b", line))
         assert deletion == uses[-1] + 1, (name, body)
+
+
+@pytest.mark.parametrize("rows", [(32,), (2, 16)], ids=["2-D", "3-D"])
+def test_a_half_linear_with_a_bias_is_one_addmm(rows, tmp_path):
+    """fold-bias-into-gemm: a bf16 linear's bias goes into cuBLAS's addmm, which rounds
+    once to bf16 as eager's does; no kernel adds the bias to an f32 product, and none
+    copies the rounded result."""
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(16, 24).bfloat16()
+    x = torch.randn(*rows, 16).bfloat16()
+    with torch.no_grad():
+        compiled = compile_triton(linear, dump_dir=tmp_path / "dump")(x)
+        torch.testing.assert_close(compiled, linear(x))
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.addmm(" in host and "KernelLauncher" not in host, host

@@ -11,7 +11,7 @@ from tessel.passes.registry import ModulePass, register
 _MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
 
-def _widened_from(value: ir.Value) -> ir.Value | None:
+def widened_from(value: ir.Value) -> ir.Value | None:
     """The narrower float tensor that `value` is an element-wise `arith.extf` of (a
     linalg.generic with identity maps whose body only widens), else None."""
     owner = value.owner
@@ -51,7 +51,7 @@ class NarrowMatmulOperandsPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         matmuls = ir.ops_where(module, lambda op: op.name in _MATMULS)
         for op in matmuls:
-            narrow = [_widened_from(v) for v in list(op.operands)[:2]]
+            narrow = [widened_from(v) for v in list(op.operands)[:2]]
             if any(v is None for v in narrow) or narrow[0].type.element_type != narrow[1].type.element_type:
                 continue
             maps = op.attributes["indexing_maps"] if "indexing_maps" in op.attributes else None

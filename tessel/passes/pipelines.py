@@ -102,7 +102,7 @@ register_pipeline(
     "gpu",
     "builtin.module(check-contract{target=gpu},"
     # Convolutions stay named: cuDNN (through aten) runs them, not an im2col + gemm.
-    "narrow-matmul-operands,fold-transposes-into-matmul,canonicalize,"
+    "narrow-matmul-operands,fold-transposes-into-matmul,fold-bias-into-gemm,canonicalize,"
     "pad-contractions,"
     # Gemms stay library calls (cuBLAS through aten) until the Triton target has a
     # tl.dot template to fuse their epilogues into.

@@ -23,6 +23,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.choose_gpu_blocks",
     "tessel.passes.convolutions_to_gemm",
     "tessel.passes.distinct_results",
+    "tessel.passes.fold_bias_into_gemm",
     "tessel.passes.fold_transposes_into_matmul",
     "tessel.passes.form_kernels",
     "tessel.passes.fuse_tiles",

@@ -177,30 +177,56 @@ def _concat_chains(ops: list[ir.Operation]) -> dict[ir.Value, list[ir.Operation]
     return {op.results[0]: chain for chain in chains if len(chain) > 1 for op in chain}
 
 
+def _row_bias(value: ir.Value) -> ir.Value | None:
+    """The 1-D tensor that `value` broadcasts along its rows, widened, when a kernel of its
+    own computes only that (a gemm's initial accumulator from fold-bias-into-gemm), else
+    None: the gemm's library call then reads the 1-D tensor as addmm's bias."""
+    kernel = ir.operation_of(value.owner)
+    if kernel is None or kernel.name != "tkern.kernel" or len(list(value.uses)) != 1:
+        return None
+    body = [op.operation for op in kernel.regions[0].blocks[0].operations]
+    if len(body) != 2 or body[0].name != "linalg.generic" or len(body[0].operands) != 2:
+        return None
+    generic = body[0]
+    maps = [str(ir.AffineMapAttr(m).value) for m in generic.attributes["indexing_maps"]]
+    if maps != ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"]:
+        return None
+    block = generic.regions[0].blocks[0]
+    steps = [op.operation for op in block.operations]
+    if len(steps) != 2 or steps[0].name != "arith.extf" or steps[0].operands[0] != block.arguments[0]:
+        return None
+    return generic.operands[0]
+
+
 def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
-                      matmul: str = "torch.matmul") -> str:
+                      matmul: str = "torch.matmul", bias: str | None = None) -> str:
     """`A B` of a contraction `C += A B`, read off its indexing maps: torch.matmul on
     (transposed) views where the maps are a matmul's, batched or broadcast (cuBLAS gets
     the transposes as flags); torch.einsum for any other contraction. Measured on an
-    H100, bf16 4096^3: einsum with a transposed B ran 0.33 ms against matmul's 0.20."""
+    H100, bf16 4096^3: einsum with a transposed B ran 0.33 ms against matmul's 0.20.
+    With `bias` (a row vector C starts from): a 2-D half gemm is torch.addmm, which
+    cuBLAS runs with the bias in its epilogue; otherwise the bias is added."""
     letters = "abcdefghijklmnopqrstuvwxyz"
     terms = ["".join(letters[e.position] for e in affine_map.results) for affine_map in maps]
     output = terms[2]
     widen = "" if matmul == "torch.matmul" else ".float()"
     einsum = f"torch.einsum('{terms[0]},{terms[1]}->{output}', {a}{widen}, {b}{widen})"
+    plus_bias = f" + {bias}" if bias else ""
     contracted = set(terms[0] + terms[1]) - set(output)
     if len(contracted) != 1:
-        return einsum  # an outer product, or several dims contracted at once
+        return einsum + plus_bias  # an outer product, or several dims contracted at once
     (k,) = contracted
     batch, m, n = output[:-2], output[-2:-1], output[-1:]
     operands = []
     for name, term, pair in ((a, terms[0], {m, k}), (b, terms[1], {k, n})):
         leading, last_two = term[:-2], term[-2:]
         if len(term) < 2 or set(last_two) != pair or not batch.endswith(leading):
-            return einsum
+            return einsum + plus_bias
         in_order = last_two == (m + k if name == a else k + n)
         operands.append(name if in_order else f"{name}.transpose(-2, -1)")
-    return f"{matmul}({operands[0]}, {operands[1]})"
+    if bias and matmul == "torch.matmul" and not batch:
+        return f"torch.addmm({bias}, {operands[0]}, {operands[1]})"
+    return f"{matmul}({operands[0]}, {operands[1]})" + plus_bias
 
 
 def _pad_value(pad: ir.Operation) -> str | None:
@@ -258,6 +284,13 @@ class _HostWriter:
             padding = _conv_padding(op) if op.name == "tensor.pad" else None
             if padding is not None:
                 self.folded_pads[op.results[0]] = padding
+        # Bias broadcasts that a gemm's library call reads as addmm's bias: not launched.
+        self.gemm_biases = {}
+        for op in self.ops:
+            if op.name == "tkern.library_call":
+                init = op.regions[0].blocks[0].operations[0].operation.operands[-1]
+                if (bias := _row_bias(init)) is not None:
+                    self.gemm_biases[init] = bias
         self.concat_chains = _concat_chains(self.ops)
         self.chain_buffers: dict[ir.Value, str] = {}
 
@@ -283,7 +316,10 @@ class _HostWriter:
             if op.name == "tkern.library_call":
                 self.library_call(op)
             elif is_kernel(op):
-                if not op.results or op.results[0] not in self.skipped_fills:
+                if (rounded := self.rounding_only(op)) is not None:
+                    self.names[op.results[0]] = self.name_of(rounded)
+                elif not op.results or (op.results[0] not in self.skipped_fills
+                                        and op.results[0] not in self.gemm_biases):
                     self.launch(op)
             elif op.name in _VIEWS:
                 shape = self.shape_of(op.results[0])
@@ -315,6 +351,27 @@ class _HostWriter:
             else:
                 raise UnsupportedKernel(op.name, "at the host level of the Triton target")
         return self.lines
+
+    def rounding_only(self, op: ir.Operation) -> ir.Value | None:
+        """The value a kernel only rounds to a half type, element for element, when the
+        host already keeps that value in the half type (`narrowed`, e.g. an addmm's
+        result): the kernel would copy it, so its result is that tensor."""
+        if op.name != "tkern.kernel" or len(op.results) != 1:
+            return None
+        body = [inner.operation for inner in op.regions[0].blocks[0].operations]
+        if len(body) != 2 or body[0].name != "linalg.generic" or len(body[0].operands) != 2:
+            return None
+        generic = body[0]
+        source = generic.operands[0]
+        maps = [ir.AffineMapAttr(m).value for m in generic.attributes["indexing_maps"]]
+        same_element = maps[0].is_permutation and str(maps[0]) == str(maps[1])
+        block = generic.regions[0].blocks[0]
+        steps = [inner.operation for inner in block.operations]
+        if (source not in self.narrowed or not same_element or len(steps) != 2
+                or steps[0].name != "arith.truncf" or steps[0].operands[0] != block.arguments[0]
+                or ir.ShapedType(source.type).shape != ir.ShapedType(op.results[0].type).shape):
+            return None
+        return source
 
     def assign(self, value: ir.Value, expression: str) -> str:
         name = self.fresh()
@@ -431,7 +488,12 @@ class _HostWriter:
             a, b = (self.name_of(v) for v in contraction.operands[:2])
             mixed = element_name(contraction.operands[0]) != element_name(contraction.results[0])
             in_f32 = mixed and op.results[0] not in self.narrowed
-            product = _aten_contraction(a, b, maps, "matmul_in_f32" if in_f32 else "torch.matmul")
+            bias = self.gemm_biases.get(contraction.operands[2])
+            product = _aten_contraction(a, b, maps, "matmul_in_f32" if in_f32 else "torch.matmul",
+                                        bias and self.name_of(bias))
+            if bias is not None:
+                self.assign(op.results[0], product)
+                return
         else:
             raise UnsupportedKernel(contraction.name, "a library call tessel has no routine for")
         init = contraction.operands[2]
