@@ -1,9 +1,13 @@
 """Pass and pipeline registry: kebab-case names -> Python pass classes and pipeline strings.
 
 Built-in passes register on import of their module (listed in `_BUILTIN_PASS_MODULES`,
-imported on first lookup). Users add passes and pipelines with `register` /
+imported on the first pass lookup). Users add passes and pipelines with `register` /
 `register_pipeline`, or from a package through the `tessel.plugins` entry point group,
-whose objects are called once with no arguments on first lookup.
+whose objects are called once with no arguments on the first lookup of a pipeline or
+pass. Looking up a pipeline imports no pass module: the backend expands its named
+pipelines in its own process, for the worker that runs them, and importing every pass
+module took 0.29 s there (development VM; a first compile on the Triton target, which
+imports a few of them itself, spent 0.07 s less).
 """
 
 from __future__ import annotations
@@ -46,10 +50,12 @@ _BUILTIN_PASS_MODULES = (
 
 _passes: dict[str, type[ModulePass]] = {}
 _pipelines: dict[str, tuple[str, str]] = {}  # name -> (pipeline text, one-line description)
-_loaded = False
-# Passes that any process gets by loading tessel (built-in modules and plugins), as
-# opposed to passes registered by a call at run time, which only this process knows.
-_loadable: set[str] = set()
+_passes_loaded = False
+_plugins_loaded = False
+_loading_plugins = False
+# Passes registered by a call at run time, which only this process knows, as opposed
+# to those any process gets by loading tessel (built-in modules and plugins).
+_registered_at_run_time: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,8 @@ def register(cls: type[ModulePass]) -> type[ModulePass]:
     if cls.name in _passes and _passes[cls.name] is not cls:
         raise ValueError(f"a pass named {cls.name!r} is already registered")
     _passes[cls.name] = cls
+    if cls.__module__ not in _BUILTIN_PASS_MODULES and not _loading_plugins:
+        _registered_at_run_time.add(cls.name)
     return cls
 
 
@@ -131,19 +139,27 @@ def register_pipeline(name: str, text: str, description: str) -> None:
     _pipelines[name] = (text, description)
 
 
-def _load() -> None:
-    global _loaded
-    if _loaded:
+def _load_pipelines_and_plugins() -> None:
+    global _plugins_loaded, _loading_plugins
+    if _plugins_loaded:
         return
-    _loaded = True
-    for module in _BUILTIN_PASS_MODULES:
-        importlib.import_module(module)
-    _loadable.update(cls.name for cls in _passes.values() if cls.__module__ in _BUILTIN_PASS_MODULES)
+    _plugins_loaded = True
     importlib.import_module("tessel.passes.pipelines")
-    before = set(_passes)
-    for plugin in entry_points(group="tessel.plugins"):
-        plugin.load()()
-    _loadable.update(set(_passes) - before)
+    _loading_plugins = True
+    try:
+        for plugin in entry_points(group="tessel.plugins"):
+            plugin.load()()
+    finally:
+        _loading_plugins = False
+
+
+def _load() -> None:
+    global _passes_loaded
+    if not _passes_loaded:
+        _passes_loaded = True
+        for module in _BUILTIN_PASS_MODULES:
+            importlib.import_module(module)
+    _load_pipelines_and_plugins()
 
 
 def lookup_pass(name: str) -> type[ModulePass] | None:
@@ -152,15 +168,15 @@ def lookup_pass(name: str) -> type[ModulePass] | None:
 
 
 def lookup_pipeline(name: str) -> str | None:
-    _load()
+    _load_pipelines_and_plugins()
     entry = _pipelines.get(name)
     return entry[0] if entry else None
 
 
 def loadable_everywhere(name: str) -> bool:
-    """Whether a fresh process that loads tessel knows the pass `name` too."""
-    _load()
-    return name in _loadable or name not in _passes
+    """Whether a fresh process that loads tessel knows the pass `name` too: any pass
+    but those registered by a call at run time."""
+    return name not in _registered_at_run_time
 
 
 def all_passes() -> dict[str, type[ModulePass]]:
