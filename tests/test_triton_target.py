@@ -354,6 +354,24 @@ def test_a_compiled_graph_comes_from_the_on_disk_cache_the_second_time(tmp_path)
     assert tessel.stats()["graphs_cached"] == 1
 
 
+def test_a_damaged_cache_entry_is_a_miss(tmp_path):
+    """An entry that cannot be read (a truncated write, another tessel's format) must
+    not break the program: the graph compiles again."""
+    import json
+
+    def fn(x):
+        return torch.tanh(x) * 2
+    x = torch.randn(8, 8)
+    compile_triton(fn)(x)
+    for path in (tmp_path / "cache" / "graphs").glob("*.json"):
+        entry = json.loads(path.read_text())
+        if "signature" in entry:
+            path.write_text(json.dumps({**entry, "signature": "not a signature"}))
+    torch._dynamo.reset()
+    torch.testing.assert_close(compile_triton(fn)(x), fn(x))
+    assert tessel.stats()["graphs_cached_before_aot"] == 0
+
+
 @pytest.mark.parametrize("fn", [
     pytest.param(lambda x: (x.add_(1).sin(),), id="input-mutation"),
     pytest.param(lambda x: (x.sin(), x.t()), id="output-aliases-input"),

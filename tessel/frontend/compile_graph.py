@@ -114,10 +114,14 @@ def cached_inference(gm: torch.fx.GraphModule, example_inputs, options: Options)
     dump = GraphDump(options.dump_dir, "inference")
     stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
-    signature = pickle.loads(base64.b64decode(entry["signature"]))
-    with stages.timed("prepare"):
-        loaded = get_target(entry["target"]).load_cached(entry["graph"], signature, options,
-                                                         stages)
+    try:
+        signature = pickle.loads(base64.b64decode(entry["signature"]))
+        with stages.timed("prepare"):
+            loaded = get_target(entry["target"]).load_cached(entry["graph"], signature,
+                                                             options, stages)
+    except Exception:  # a damaged entry is a miss: the compile below rewrites it
+        log.debug("tessel: cache entry of graph %s unreadable", dump.graph_name, exc_info=True)
+        return None
     if loaded is None:
         return None
     host, kernels = loaded
