@@ -24,6 +24,7 @@ from tessel.targets.triton.kernel_source import (
     element_name,
     fill_constant,
     scalar_literal,
+    sole_generic,
 )
 
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
@@ -181,13 +182,9 @@ def _row_bias(value: ir.Value) -> ir.Value | None:
     """The 1-D tensor that `value` broadcasts along its rows, widened, when a kernel of its
     own computes only that (a gemm's initial accumulator from fold-bias-into-gemm), else
     None: the gemm's library call then reads the 1-D tensor as addmm's bias."""
-    kernel = ir.operation_of(value.owner)
-    if kernel is None or kernel.name != "tkern.kernel" or len(list(value.uses)) != 1:
+    generic = sole_generic(ir.operation_of(value.owner))
+    if generic is None or len(list(value.uses)) != 1 or len(generic.operands) != 2:
         return None
-    body = [op.operation for op in kernel.regions[0].blocks[0].operations]
-    if len(body) != 2 or body[0].name != "linalg.generic" or len(body[0].operands) != 2:
-        return None
-    generic = body[0]
     maps = [str(ir.AffineMapAttr(m).value) for m in generic.attributes["indexing_maps"]]
     if maps != ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"]:
         return None
@@ -356,12 +353,9 @@ class _HostWriter:
         """The value a kernel only rounds to a half type, element for element, when the
         host already keeps that value in the half type (`narrowed`, e.g. an addmm's
         result): the kernel would copy it, so its result is that tensor."""
-        if op.name != "tkern.kernel" or len(op.results) != 1:
+        generic = sole_generic(op)
+        if generic is None or len(op.results) != 1 or len(generic.operands) != 2:
             return None
-        body = [inner.operation for inner in op.regions[0].blocks[0].operations]
-        if len(body) != 2 or body[0].name != "linalg.generic" or len(body[0].operands) != 2:
-            return None
-        generic = body[0]
         source = generic.operands[0]
         maps = [ir.AffineMapAttr(m).value for m in generic.attributes["indexing_maps"]]
         same_element = maps[0].is_permutation and str(maps[0]) == str(maps[1])

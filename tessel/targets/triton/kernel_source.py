@@ -939,16 +939,22 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
     writer.emit(f"tl.store({pointer} + {address}, {expression}{mask})")
 
 
-def fill_constant(value: ir.Value) -> str | None:
-    """The literal a tensor holds everywhere when a kernel of its own only fills it with
-    a constant (reduction and gemm inits), else None: readers use the literal instead."""
-    kernel = ir.operation_of(value.owner)
+def sole_generic(kernel: ir.Operation | None) -> ir.Operation | None:
+    """The linalg.generic that the tkern.kernel `kernel` consists of, else None (not a
+    kernel, or one of several ops)."""
     if kernel is None or kernel.name != "tkern.kernel":
         return None
     body = [op.operation for op in kernel.regions[0].blocks[0].operations]
-    if len(body) != 2 or body[0].name != "linalg.generic" or len(body[0].operands) != 1:
+    return body[0] if len(body) == 2 and body[0].name == "linalg.generic" else None
+
+
+def fill_constant(value: ir.Value) -> str | None:
+    """The literal a tensor holds everywhere when a kernel of its own only fills it with
+    a constant (reduction and gemm inits), else None: readers use the literal instead."""
+    generic = sole_generic(ir.operation_of(value.owner))
+    if generic is None or len(generic.operands) != 1:
         return None
-    generic_body = [op.operation for op in body[0].regions[0].blocks[0].operations]
+    generic_body = [op.operation for op in generic.regions[0].blocks[0].operations]
     if len(generic_body) != 1:
         return None  # computes its values (arange's body reads linalg.index)
     source = ir.operation_of(generic_body[0].operands[0].owner)
