@@ -10,7 +10,12 @@ import torch.fx
 from torch._dynamo.backends.common import aot_autograd
 
 from tessel.compile_worker import start_worker
-from tessel.frontend.compile_graph import cached_inference, compile_graph, remembering_inference
+from tessel.frontend.compile_graph import (
+    cached_inference,
+    compile_graph,
+    inference_key,
+    remembering_inference,
+)
 from tessel.frontend.decompositions import decomposition_table
 from tessel.options import parse_options
 
@@ -39,7 +44,8 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
     earlier process compiled skips aot_autograd too (`cached_inference`).
     """
     parsed = parse_options(mode, options)
-    cached = cached_inference(gm, example_inputs, parsed)
+    key = inference_key(gm, example_inputs, parsed)
+    cached = cached_inference(gm, key, parsed)
     if cached is not None:
         return cached
     if parsed.compile_in_worker:
@@ -54,7 +60,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
         inference_compiler=compiler("inference"),
         decompositions=decomposition_table(),
     )
-    with remembering_inference(gm, example_inputs, parsed):
+    with remembering_inference(key, example_inputs):
         return backend(gm, example_inputs)
 
 

@@ -68,12 +68,12 @@ _remembered: dict | None = None
 
 
 @contextlib.contextmanager
-def remembering_inference(gm: torch.fx.GraphModule, example_inputs, options: Options):
-    """Around aot_autograd's compile of Dynamo's `gm`: when that compiles it whole, as an
-    inference graph which aot_autograd's wrapper only passes arguments and results
-    through, store what `cached_inference` needs to skip aot_autograd next time."""
+def remembering_inference(key: str | None, example_inputs):
+    """Around aot_autograd's compile of Dynamo's graph (its `inference_key`): when that
+    compiles it whole, as an inference graph which aot_autograd's wrapper only passes
+    arguments and results through, store what `cached_inference` needs to skip
+    aot_autograd next time."""
     global _remembered
-    key = _inference_key(gm, example_inputs, options)
     _remembered = {"inputs": len(example_inputs)} if key else None
     try:
         yield
@@ -83,7 +83,9 @@ def remembering_inference(gm: torch.fx.GraphModule, example_inputs, options: Opt
         _remembered = None
 
 
-def _inference_key(gm: torch.fx.GraphModule, example_inputs, options: Options) -> str | None:
+def inference_key(gm: torch.fx.GraphModule, example_inputs, options: Options) -> str | None:
+    """The graph cache's key of Dynamo's `gm` as `cached_inference` reads it, or None
+    where the target caches no graphs or the graph is not such an inference graph."""
     target = get_target(resolve_target(options, example_inputs))
     # check_accuracy needs the kernel IR of a compile, which the cache lacks.
     if not target.caches_graphs or options.check_accuracy:
@@ -105,10 +107,10 @@ def _remember_inference(cache_key: str | None, signature: GraphSignature, target
                        signature=base64.b64encode(pickle.dumps(signature)).decode())
 
 
-def cached_inference(gm: torch.fx.GraphModule, example_inputs, options: Options):
-    """Dynamo's `gm` as an earlier process compiled it (see `remembering_inference`),
-    without aot_autograd, or None."""
-    entry = graph_cache.load(_inference_key(gm, example_inputs, options))
+def cached_inference(gm: torch.fx.GraphModule, key: str | None, options: Options):
+    """Dynamo's `gm` (of `inference_key` `key`) as an earlier process compiled it (see
+    `remembering_inference`), without aot_autograd, or None."""
+    entry = graph_cache.load(key)
     if entry is None:
         return None
     dump = GraphDump(options.dump_dir, "inference")

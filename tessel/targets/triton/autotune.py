@@ -74,8 +74,8 @@ def choose_warps(launches: list[tuple[KernelLauncher, tuple]]) -> dict[str, int]
         if not launcher.sizes:
             first.setdefault(launcher, args)
     keys = {launcher: _key(launcher, args) for launcher, args in first.items()}
-    untuned = [(launcher, args) for launcher, args in first.items()
-               if _stored_choice(keys[launcher]) is None]
+    choices = {launcher: _stored_choice(key) for launcher, key in keys.items()}
+    untuned = [(launcher, args) for launcher, args in first.items() if choices[launcher] is None]
     variants = {(launcher, warps): KernelLauncher(launcher.kernel, launcher.grid, launcher.block,
                                                   warps)
                 for launcher, _ in untuned for warps in _candidates(launcher.num_warps)}
@@ -84,13 +84,13 @@ def choose_warps(launches: list[tuple[KernelLauncher, tuple]]) -> dict[str, int]
     for launcher, args in untuned:
         timed = {warps: milliseconds(variants[launcher, warps], args)
                  for warps in _candidates(launcher.num_warps)}
-        best = min(timed, key=timed.get)
+        choices[launcher] = min(timed, key=timed.get)
         graph_cache.write_atomically(_choice_path(keys[launcher]), json.dumps(
-            {"num_warps": best, "milliseconds": {str(w): t for w, t in timed.items()}}))
+            {"num_warps": choices[launcher],
+             "milliseconds": {str(w): t for w, t in timed.items()}}))
     changed = {}
-    for launcher in first:
-        best = _stored_choice(keys[launcher])
-        if best is not None and best != launcher.num_warps:
+    for launcher, best in choices.items():
+        if best != launcher.num_warps:
             changed[launcher.kernel.fn.__name__] = best
             launcher.num_warps, launcher.compiled = best, None
     return changed
