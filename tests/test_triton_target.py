@@ -2,6 +2,7 @@
 (TRITON_INTERPRET=1) on CPU tensors, and compile to PTX for sm_90."""
 
 import copy
+import json
 import logging
 import os
 import re
@@ -257,30 +258,51 @@ def test_triton_target_needs_cuda_tensors_unless_interpreting(monkeypatch):
 
 # Compiled in a fresh process: this one imported Triton in interpreter mode.
 _PTX_FOR_SM90 = """
-import importlib.util, sys
+import importlib.util, json, sys
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
-spec = importlib.util.spec_from_file_location("generated_kernels", sys.argv[1])
+path, name, pointer, constexprs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+spec = importlib.util.spec_from_file_location("generated_kernels", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-kernel = module.main_kernel_0
-signature = {name: "constexpr" if name == "BLOCK" else "i32" if "stride" in name else "*fp32"
+kernel = getattr(module, name)
+signature = {name: "constexpr" if name in constexprs else "i32" if "stride" in name else pointer
              for name in kernel.arg_names}
-compiled = compile(ASTSource(kernel, signature, constexprs={"BLOCK": 512}),
+compiled = compile(ASTSource(kernel, signature, constexprs=constexprs),
                    target=GPUTarget("cuda", 90, 32))
 print(compiled.asm["ptx"])
 """
+
+
+def _ptx_for_sm90(kernels_file, name: str, pointer: str, constexprs: dict) -> str:
+    """PTX of the generated kernel `name` for sm_90, compiled without a GPU (in a
+    process without TRITON_INTERPRET)."""
+    environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    result = subprocess.run([sys.executable, "-c", _PTX_FOR_SM90, str(kernels_file), name,
+                             pointer, json.dumps(constexprs)],
+                            capture_output=True, text=True, env=environment, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert ".target sm_90" in result.stdout
+    return result.stdout
 
 
 def test_generated_kernels_compile_to_ptx_for_sm90(tmp_path):
     x = torch.randn(64, 512)
     compile_triton(lambda x, w: torch.softmax(x, -1) * w, tmp_path / "dump")(x, torch.randn(512))
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    result = subprocess.run([sys.executable, "-c", _PTX_FOR_SM90, str(kernels_file)],
-                            capture_output=True, text=True, env=environment, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert ".target sm_90" in result.stdout and "ld.global" in result.stdout
+    assert "ld.global" in _ptx_for_sm90(kernels_file, "main_kernel_0", "*fp32", {"BLOCK": 512})
+
+
+def test_gemm_template_compiles_to_tensor_core_ptx_for_sm90(tmp_path):
+    def fn(x, w):
+        return torch.relu(x @ w)
+    x, w = torch.randn(512, 256, dtype=torch.float16), torch.randn(256, 512, dtype=torch.float16)
+    compile_triton(fn, tmp_path / "dump")(x, w)
+    kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
+    name = re.search(r"def (main_kernel_\d+)\(", kernels_file.read_text()).group(1)
+    ptx = _ptx_for_sm90(kernels_file, name, "*fp16",
+                        {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
+    assert "mma" in ptx  # tensor-core instructions: wgmma (or mma.sync)
 
 
 class _Records(logging.Handler):
@@ -743,3 +765,40 @@ def test_a_half_linear_with_a_bias_is_one_addmm(rows, tmp_path):
         torch.testing.assert_close(compiled, linear(x))
     _, host = generated_files(tmp_path / "dump")
     assert "torch.addmm(" in host and "KernelLauncher" not in host, host
+
+
+def test_a_half_gemm_and_its_element_wise_neighbours_are_one_tl_dot_template(tmp_path):
+    """fuse-gemm-epilogues: a half linear's bias (the initial accumulator), the gemm, the
+    activation and a residual add are one kernel: a tl.dot template whose ragged M, N
+    and K are masked, reading a transposed input through its strides; no library gemm."""
+    def fn(x, w, b, residual):
+        return F.silu(F.linear(x, w, b)) + residual
+    torch.manual_seed(0)
+    x = torch.randn(72, 200, dtype=torch.float16).t()  # 200 x 72, column-major
+    w = torch.randn(700, 72, dtype=torch.float16) * 72 ** -0.5
+    b, residual = torch.randn(700, dtype=torch.float16), torch.randn(200, 700, dtype=torch.float16)
+    compiled = compile_triton(fn, tmp_path / "dump")(x, w, b, residual)
+    torch.testing.assert_close(compiled, fn(x, w, b, residual), atol=2e-3, rtol=2e-3)
+    assert assert_compiled()["kernels"] == 1
+    kernels, host = generated_files(tmp_path / "dump")
+    assert "tl.dot(" in kernels and "(rk[None, :] < 72)" in kernels and "rm[:, None] < 200" in kernels
+    assert "torch.addmm" not in host and "torch.matmul" not in host
+    assert "num_stages=4" in host and "'BLOCK_M': 64" in host
+
+
+def test_f32_gemm_template_multiplies_exactly(tmp_path):
+    """With f32 operands admitted (fuse-gemm-epilogues{element-types=f32}), the template
+    multiplies in IEEE f32, as torch's matmul does without TF32."""
+    from tessel.passes.registry import lookup_pipeline
+    pipeline = lookup_pipeline("gpu").replace(
+        "fuse-gemm-epilogues", "fuse-gemm-epilogues{element-types=f32 min-output-tiles=1}")
+    def fn(a, b, c):
+        return torch.relu(a @ b + c)
+    a, b, c = torch.randn(96, 40), torch.randn(40, 80), torch.randn(96, 80)
+    options = {"target": "triton", "fallback": False, "pipeline": pipeline,
+               "dump_dir": str(tmp_path / "dump")}
+    torch.testing.assert_close(torch.compile(fn, backend="mlir", options=options)(a, b, c),
+                               fn(a, b, c))
+    assert assert_compiled()["kernels"] == 1
+    kernels, _ = generated_files(tmp_path / "dump")
+    assert 'input_precision="ieee"' in kernels

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -33,8 +34,11 @@ class ChooseGpuBlocksPass(ModulePass):
 
     Rules, per kernel kind: another library call (a convolution) gets nothing to size
     (kind "library"); a gemm library call gets a tensor-core tile (128x128x64 for
-    f16/bf16, 64x64x32 otherwise); a row-fused kernel (scf.forall over rows) whose row
-    fits `max-persistent-row` elements is "persistent" (one block holds the row, block =
+    f16/bf16, 64x64x32 otherwise); a kernel around a matmul (fuse-gemm-epilogues) is a
+    "gemm_template" with M x N x K tiles, warps and pipeline stages (see
+    _gemm_template, or `template-tile` "MxNxK/warps/stages" for every template, which
+    is how benchmarks/gemm_template.py sweeps tiles); a row-fused kernel (scf.forall
+    over rows) whose row fits `max-persistent-row` elements is "persistent" (one block holds the row, block =
     next power of two) and otherwise "looped" over the row in `looped-block` chunks, or
     `dynamic-row-block` chunks for a row of dynamic size (rows as short as attention's,
     a sequence long, must not each loop over a mostly masked 4096-element chunk); any
@@ -47,6 +51,12 @@ class ChooseGpuBlocksPass(ModulePass):
     looped_block: int = 4096
     dynamic_row_block: int = 1024
     pointwise_block: int = 1024
+    template_tile: str = ""
+
+    def __post_init__(self):
+        if self.template_tile and not re.fullmatch(r"\d+x\d+x\d+/\d+/\d+", self.template_tile):
+            raise ValueError(f"pass 'choose-gpu-blocks': option 'template-tile' expects "
+                             f"MxNxK/warps/stages (e.g. 128x128x64/8/3), got {self.template_tile!r}")
 
     def run(self, module: ir.Operation) -> None:
         kernels = ir.ops_where(module, is_kernel)
@@ -63,6 +73,9 @@ class ChooseGpuBlocksPass(ModulePass):
             tensor_core = str(result_type.element_type) in ("f16", "bf16")
             block = [128, 128, 64] if tensor_core else [64, 64, 32]
             return _dictionary("gemm", block, 8 if tensor_core else 4)
+        matmul = next((op for op in kernel_body(kernel) if op.name == "linalg.matmul"), None)
+        if matmul is not None:
+            return _gemm_template(matmul, self.template_tile)
         forall = next((op for op in kernel_body(kernel) if op.name == "scf.forall"), None)
         if forall is not None and result_type is not None:
             row = _row_points(forall, _numel(result_type))
@@ -92,14 +105,37 @@ def _row_points(forall: ir.Operation, numel: int | None) -> int | None:
     return largest
 
 
+def _gemm_template(matmul: ir.Operation, forced: str = "") -> ir.Attribute:
+    """Tiles of a tl.dot template (fuse-gemm-epilogues). Measured on an H100 (bf16
+    linear + gelu, `python -m benchmarks.gemm_template --sweep-tiles`): 128x128
+    outputs, 64-deep K slices, 8 warps and a 3-stage pipeline were the fastest where
+    they give at least 256 programs (two per SM); with fewer, 64x64x64 in 4 warps and
+    4 stages, whose 4x more programs fill the GPU (1024^3: 7.7 us against 9.9). A tile
+    never exceeds its dim's next power of two, nor goes below 16 (tl.dot's minimum).
+    `forced`, "MxNxK/warps/stages", replaces the rule."""
+    m, n, k = loop_ranges(matmul)
+    if forced:
+        sizes, warps, stages = forced.split("/")
+        tile, num_warps, num_stages = [int(t) for t in sizes.split("x")], int(warps), int(stages)
+    elif -(-m // 128) * -(-n // 128) >= 256:
+        tile, num_warps, num_stages = [128, 128, 64], 8, 3
+    else:
+        tile, num_warps, num_stages = [64, 64, 64], 4, 4
+    block = [min(t, max(16, _next_power_of_two(d))) for t, d in zip(tile, (m, n, k))]
+    return _dictionary("gemm_template", block, num_warps, num_stages=num_stages)
+
+
 def _warps(block: int) -> int:
     return min(16, max(1, block // 256))
 
 
-def _dictionary(kind: str, block: list[int], num_warps: int) -> ir.Attribute:
+def _dictionary(kind: str, block: list[int], num_warps: int,
+                num_stages: int | None = None) -> ir.Attribute:
     i64 = ir.IntegerType.get_signless(64)
+    stages = {"num_stages": ir.IntegerAttr.get(i64, num_stages)} if num_stages else {}
     return ir.DictAttr.get({
         "kind": ir.StringAttr.get(kind),
         "block": ir.DenseI64ArrayAttr.get(block),
         "num_warps": ir.IntegerAttr.get(i64, num_warps),
+        **stages,
     })

@@ -32,6 +32,15 @@ def kernel_body(op: ir.Operation) -> list[ir.Operation]:
     return [op]
 
 
+def sole_generic(kernel: ir.Operation | None) -> ir.Operation | None:
+    """The linalg.generic that the tkern.kernel `kernel` consists of, else None (not a
+    kernel, or one of several ops)."""
+    if kernel is None or kernel.name != "tkern.kernel":
+        return None
+    body = kernel_body(kernel)
+    return body[0] if len(body) == 2 and body[0].name == "linalg.generic" else None
+
+
 def _is_kernel_root(op: ir.Operation) -> bool:
     dialect = op.name.split(".")[0]
     return op.name == "scf.forall" or dialect in ("linalg", "tm_tensor")

@@ -104,10 +104,10 @@ register_pipeline(
     # Convolutions stay named: cuDNN (through aten) runs them, not an im2col + gemm.
     "narrow-matmul-operands,fold-transposes-into-matmul,fold-bias-into-gemm,canonicalize,"
     "pad-contractions,"
-    # Gemms stay library calls (cuBLAS through aten) until the Triton target has a
-    # tl.dot template to fuse their epilogues into.
+    # Gemms are formed as library calls (cuBLAS through aten); fuse-gemm-epilogues then
+    # makes the ones it pays for tl.dot templates with their element-wise neighbours.
     + _fusion("fuse-tiles{gemm-epilogues=false tile-leading-dims=true}",
               keep="matmul,batch_matmul,conv_2d_nchw_fchw") +
-    "form-kernels,choose-gpu-blocks)",
+    "form-kernels,fuse-gemm-epilogues,choose-gpu-blocks)",
     "the GPU target's kernel formation: fused kernels with Triton block sizes",
 )

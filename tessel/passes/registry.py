@@ -30,6 +30,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.fold_bias_into_gemm",
     "tessel.passes.fold_transposes_into_matmul",
     "tessel.passes.form_kernels",
+    "tessel.passes.fuse_gemm_epilogues",
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
     "tessel.passes.inline_kernels",

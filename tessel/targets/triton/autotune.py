@@ -77,7 +77,7 @@ def choose_warps(launches: list[tuple[KernelLauncher, tuple]]) -> dict[str, int]
     choices = {launcher: _stored_choice(key) for launcher, key in keys.items()}
     untuned = [(launcher, args) for launcher, args in first.items() if choices[launcher] is None]
     variants = {(launcher, warps): KernelLauncher(launcher.kernel, launcher.grid, launcher.block,
-                                                  warps)
+                                                  warps, num_stages=launcher.num_stages)
                 for launcher, _ in untuned for warps in _candidates(launcher.num_warps)}
     compile_in_parallel([(variant, first[launcher])
                          for (launcher, _), variant in variants.items()])

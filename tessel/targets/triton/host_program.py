@@ -12,7 +12,7 @@ import torch
 
 from tessel import ir
 from tessel.frontend.signature import GraphSignature, TensorInput
-from tessel.passes.form_kernels import is_kernel, kernel_name
+from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
 from tessel.targets.triton import sizes
 from tessel.targets.triton.launcher import dry_running
 from tessel.targets.triton.kernel_source import (
@@ -24,7 +24,6 @@ from tessel.targets.triton.kernel_source import (
     element_name,
     fill_constant,
     scalar_literal,
-    sole_generic,
 )
 
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
@@ -457,7 +456,8 @@ class _HostWriter:
             grid = f"lambda {parameters}: ({''.join(f'{g}, ' for g in kernel.grid)})"
         self.launchers.append(f"{launcher} = KernelLauncher({kernel.function}, grid={grid}, "
                               f"block={kernel.block}, num_warps={kernel.num_warps}"
-                              + (f", sizes={len(kernel.sizes)})" if kernel.sizes else ")"))
+                              + (f", sizes={len(kernel.sizes)}" if kernel.sizes else "")
+                              + (f", num_stages={kernel.num_stages})" if kernel.num_stages else ")"))
         launch = f"{launcher}(direct, stream, {', '.join(inputs + outputs + strides)})"
         if not kernel.results:
             # Only runtime checks (tl.device_assert): Triton compiles them in under

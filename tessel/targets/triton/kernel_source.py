@@ -1,6 +1,7 @@
 """Triton source for one `tkern.kernel` of the `gpu` pipeline.
 
-The pipeline leaves two shapes of kernel (see fuse-tiles and choose-gpu-blocks):
+The pipeline leaves three shapes of kernel (see fuse-tiles, fuse-gemm-epilogues and
+choose-gpu-blocks):
 
 - pointwise: linalg.generic ops over a whole tensor. Each program computes BLOCK
   consecutive points of the row-major iteration space; every operand is loaded
@@ -11,6 +12,9 @@ The pipeline leaves two shapes of kernel (see fuse-tiles and choose-gpu-blocks):
   parallel_insert_slice per result. The row stays in registers ("persistent", the
   row fits one block), so a reduction's prologue, the reduction and its epilogue
   are one pass over memory. A kernel with a reduction but no forall is one row.
+- gemm template: a linalg.matmul with element-wise generics before (its initial
+  accumulator) and after (its epilogue); each program computes a 2-D tile with tl.dot
+  and applies the epilogue in registers (_gemm_template).
 
 Inside a kernel every value is a row (a [BLOCK] vector over the flattened iteration
 space `r`) or a per-program scalar. Anything else (a row read through a different
@@ -29,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from tessel import ir
-from tessel.passes.form_kernels import kernel_body, kernel_name
+from tessel.passes.form_kernels import kernel_body, kernel_name, sole_generic
 from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
 from tessel.targets.triton import sizes
@@ -147,9 +151,10 @@ class KernelSource:
     inputs: list[ir.Value]          # main-level tensors it reads, in parameter order
     results: list[KernelResult]     # buffers it writes, after the inputs
     grid: tuple[int | str, ...]     # programs; a str is Python over the size parameters
-    block: int
+    block: int | dict[str, int]     # BLOCK, or a gemm template's block sizes by name
     num_warps: int
     sizes: list[sizes.Root] = field(default_factory=list)  # size parameters, last
+    num_stages: int | None = None   # a gemm template's K-loop pipeline depth
     # The @triton.jit function that runs it: `name`, or an earlier kernel's with the same
     # source (repeated blocks of a network), which Triton then compiles once.
     function: str = ""
@@ -243,6 +248,10 @@ class _Writer:
     accumulating: ir.Operation | None = None            # the reduction a looped pass feeds
     accumulator: tuple | None = None                    # (name, identity) it accumulated in
     size_roots: list = field(default_factory=list)      # root per size parameter
+    # A gemm template's 2-D tile: its shape, each loop dim's indices, its block sizes.
+    tile: str = "[BLOCK]"
+    tile_indices: list | None = None
+    constants: tuple = ("BLOCK",)
     counter: int = 0
 
     # ----------------------------------------------------------------- names
@@ -303,7 +312,10 @@ class _Writer:
 
     def local_indices(self, domain: list[int | str]) -> tuple[list[str], str]:
         """Per loop dim, the Python expression of its index over a generic's domain,
-        and the domain's kind: "row" (spans `r`) or "scalar" (all dims of size 1)."""
+        and the domain's kind: "row" (spans `r`) or "scalar" (all dims of size 1). In a
+        gemm template, the indices of its m x n tile."""
+        if self.tile_indices is not None:
+            return self.tile_indices, "row"
         wide = [size for size in domain if size != 1]
         if not wide:
             return ["0"] * len(domain), "scalar"
@@ -440,7 +452,7 @@ class _Writer:
             expression, value_kind = self.value(value, names)
             if kind == "row" and value_kind == "scalar":
                 widened = self.fresh()
-                self.emit(f"{widened} = tl.full([BLOCK], {expression}, "
+                self.emit(f"{widened} = tl.full({self.tile}, {expression}, "
                           f"{_TRITON_DTYPES[element_name(result)]})")
                 expression = widened
             self.registers[result] = (expression, kind)
@@ -715,6 +727,12 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
     forall = next((op for op in body if op.name == "scf.forall"), None)
     _capture_constants(kernel, writer)
     try:
+        if ir.StringAttr(decision["kind"]).value == "gemm_template":
+            block = list(ir.DenseI64ArrayAttr(decision["block"]))
+            grid = _gemm_template(writer, body, block)
+            return KernelSource(writer.name, _function_source(writer), writer.inputs,
+                                writer.results, grid, dict(zip(writer.constants, block)),
+                                num_warps, num_stages=ir.IntegerAttr(decision["num_stages"]).value)
         if forall is not None:
             grid = _row_kernel(writer, forall, body)
         else:
@@ -774,13 +792,102 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
     writer.emit(f"mask = r < {size}")
     for op in generics:
         writer.generic(op)
-    yielded = body[-1].operands
-    for value in yielded:
+    _store_yielded(writer, body[-1])
+    return grid
+
+
+def _store_yielded(writer: _Writer, terminator: ir.Operation) -> None:
+    """Store each value a whole-tensor kernel yields, into a buffer shaped like the
+    init of the op that computes it."""
+    for value in terminator.operands:
         producer = ir.operation_of(value.owner)
         index = list(producer.results).index(value) if producer is not None else -1
         init = producer.operands[len(producer.operands) - len(producer.results) + index]
         _store(writer, value, ["0"] * _rank(value), init)
-    return grid
+
+
+# The largest M, N and K tiles a template is launched with (choose-gpu-blocks and
+# autotuning): dims they divide need no masks in the K loop.
+_LARGEST_TILE = (256, 256, 128)
+# Programs walk the output tiles in groups of this many tile rows, column by column, so
+# that programs running at the same time share their A rows and B columns in L2.
+_GROUP_M = 8
+
+
+def _gemm_template(writer: _Writer, body: list[ir.Operation], block: list[int]) -> tuple[int]:
+    """A tl.dot template (fuse-gemm-epilogues): each program computes one BLOCK_M x
+    BLOCK_N tile of `C = init + A B`, with f32 accumulation over BLOCK_K slices of K,
+    then runs the epilogue's generics on the tile in registers and stores their results.
+    The prologue's generics compute the initial accumulator on the same tile. Operands
+    are read through the matmul's indexing maps and the strides the host passes, so
+    a transposed A or B needs no copy; ragged edges are masked (loads give 0)."""
+    matmul = next(op for op in body if op.name == "linalg.matmul")
+    position = body.index(matmul)
+    m, n, k = loop_ranges(matmul)
+    block_m, block_n, _ = block
+    writer.constants = ("BLOCK_M", "BLOCK_N", "BLOCK_K")
+    writer.tile = "[BLOCK_M, BLOCK_N]"
+    writer.tile_indices = ["rm[:, None]", "rn[None, :]"]
+    # The source holds for any block sizes (autotuning launches it with others).
+    writer.emit("program = tl.program_id(0)")
+    writer.emit(f"group = {_GROUP_M} * tl.cdiv({n}, BLOCK_N)")
+    writer.emit(f"first_m = program // group * {_GROUP_M}")
+    writer.emit(f"group_m = tl.minimum(tl.cdiv({m}, BLOCK_M) - first_m, {_GROUP_M})")
+    writer.emit("rm = (first_m + program % group % group_m) * BLOCK_M + tl.arange(0, BLOCK_M)")
+    writer.emit("rn = program % group // group_m * BLOCK_N + tl.arange(0, BLOCK_N)")
+    writer.emit(f"mask = (rm[:, None] < {m}) & (rn[None, :] < {n})")
+    for op in body[:position]:
+        writer.generic(op)
+    identity = ir.AffineMap.get_identity(2, context=matmul.context)
+    init, init_kind = writer.read(matmul.operands[2], identity, writer.tile_indices, "row")
+    if init_kind.startswith("literal"):
+        writer.emit(f"acc = tl.full([BLOCK_M, BLOCK_N], {init}, tl.float32)")
+    else:
+        # f32 + (a broadcast tile or literal of any float type): an f32 tile.
+        writer.emit(f"acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32) + {init}")
+    a_map, b_map, _ = _maps(matmul)
+    element = element_name(matmul.operands[0])
+    writer.emit(f"for k in range(0, {k}, BLOCK_K):")
+    writer.emit("    rk = k + tl.arange(0, BLOCK_K)")
+    # Tile indices per loop dim (m, n, k) of A's [BLOCK_M, BLOCK_K] and B's [BLOCK_K, BLOCK_N].
+    a = _operand_tile(writer, matmul.operands[0], a_map,
+                      {0: ("rm[:, None]", m, _LARGEST_TILE[0]), 2: ("rk[None, :]", k, _LARGEST_TILE[2])})
+    b = _operand_tile(writer, matmul.operands[1], b_map,
+                      {2: ("rk[:, None]", k, _LARGEST_TILE[2]), 1: ("rn[None, :]", n, _LARGEST_TILE[1])})
+    # f32 operands multiply exactly, as torch's matmul does unless TF32 is allowed.
+    precision = ", input_precision=\"ieee\"" if element == "f32" else ""
+    writer.emit(f"    acc = tl.dot({a}, {b}, acc{precision})")
+    result = element_name(matmul.results[0])
+    writer.registers[matmul.results[0]] = (
+        "acc" if result == "f32" else f"acc.to({_TRITON_DTYPES[result]})", "row")
+    for op in body[position + 1:-1]:
+        if op.name != "linalg.generic":
+            raise UnsupportedKernel(op.name, "only element-wise generics around a gemm template")
+        writer.generic(op)
+    _store_yielded(writer, body[-1])
+    return (-(-m // block_m) * -(-n // block_n),)
+
+
+def _operand_tile(writer: _Writer, operand: ir.Value, affine_map: ir.AffineMap,
+                  dims: dict[int, tuple[str, int, int]]) -> str:
+    """Load a matmul operand's tile in the K loop: `dims` gives each loop dim it is
+    indexed by as (tile index, extent, largest block); dims whose extent such a block
+    might not divide are masked, with 0 (which adds nothing to the product)."""
+    if operand in writer.registers or operand in writer.literals or operand in writer.slices:
+        raise UnsupportedKernel("linalg.matmul", "an operand computed in the kernel")
+    pointer = writer.input_pointer(operand)
+    positions = [ir.AffineDimExpr(e).position for e in affine_map.results]
+    address = writer.address([f"{pointer}_stride{d}" for d in range(len(positions))],
+                             ["0"] * len(positions), [dims[p][0] for p in positions])
+    ragged = [f"({index} < {extent})" for index, extent, largest in dims.values()
+              if extent % largest]
+    load = f"tl.load({pointer} + {address}" + (
+        f", mask={' & '.join(ragged)}, other=0.0)" if ragged else ")")
+    if operand in writer.narrowed:
+        load += f".to({_TRITON_DTYPES[element_name(operand)]})"
+    tile = writer.fresh("tile")
+    writer.emit(f"    {tile} = {load}")
+    return tile
 
 
 def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation]) -> tuple[int, ...]:
@@ -939,15 +1046,6 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
     writer.emit(f"tl.store({pointer} + {address}, {expression}{mask})")
 
 
-def sole_generic(kernel: ir.Operation | None) -> ir.Operation | None:
-    """The linalg.generic that the tkern.kernel `kernel` consists of, else None (not a
-    kernel, or one of several ops)."""
-    if kernel is None or kernel.name != "tkern.kernel":
-        return None
-    body = [op.operation for op in kernel.regions[0].blocks[0].operations]
-    return body[0] if len(body) == 2 and body[0].name == "linalg.generic" else None
-
-
 def fill_constant(value: ir.Value) -> str | None:
     """The literal a tensor holds everywhere when a kernel of its own only fills it with
     a constant (reduction and gemm inits), else None: readers use the literal instead."""
@@ -976,6 +1074,7 @@ def _function_source(writer: _Writer) -> str:
     for index, result in enumerate(writer.results):
         parameters += [f"out{index}_stride{d}" for d in range(len(result.shape))]
     parameters += [f"size{index}" for index in range(len(writer.size_roots))]
-    lines = ["@triton.jit", f"def {writer.name}({', '.join(parameters + ['BLOCK: tl.constexpr'])}):"]
+    parameters += [f"{name}: tl.constexpr" for name in writer.constants]
+    lines = ["@triton.jit", f"def {writer.name}({', '.join(parameters)}):"]
     lines += [f"    {line}" for line in writer.lines]
     return "\n".join(lines) + "\n"

@@ -106,8 +106,8 @@ class KernelLauncher:
     direct launch goes through the JIT, which compiles the kernel (or finds it in
     Triton's cache); later ones call the compiled kernel's launcher."""
 
-    def __init__(self, kernel: triton.JITFunction, grid, block: int, num_warps: int,
-                 sizes: int = 0):
+    def __init__(self, kernel: triton.JITFunction, grid, block: int | dict[str, int],
+                 num_warps: int, sizes: int = 0, num_stages: int | None = None):
         self.kernel = kernel
         # With `sizes` (dynamic sizes, the launch's last arguments), `grid` is a function
         # of them, and every launch goes through the JIT: new sizes and strides may
@@ -115,17 +115,26 @@ class KernelLauncher:
         self.grid = grid
         self.sizes = sizes
         self.grid_xyz = None if sizes else tuple(grid) + (1,) * (3 - len(grid))
+        # `block`: the kernel's BLOCK, or its constexpr block sizes by name (a gemm
+        # template's BLOCK_M, BLOCK_N and BLOCK_K), in the order of its parameters.
         self.block = block
+        self.constants = block if isinstance(block, dict) else {"BLOCK": block}
         self.num_warps = num_warps
+        # Software-pipelining stages of a gemm template's K loop; Triton's default if None.
+        self.num_stages = num_stages
         self.compiled = None
+
+    def options(self) -> dict[str, int]:
+        stages = {"num_stages": self.num_stages} if self.num_stages else {}
+        return {"num_warps": self.num_warps, **stages}
 
     def grid_for(self, args: tuple) -> tuple[int, ...]:
         return self.grid(*args[len(args) - self.sizes:]) if self.sizes else self.grid
 
     def warm_up(self, args: tuple):
         """Compile the kernel for `args` without launching it (the JIT's warm-up)."""
-        return self.kernel.warmup(*args, grid=self.grid_for(args), BLOCK=self.block,
-                                  num_warps=self.num_warps)
+        return self.kernel.warmup(*args, grid=self.grid_for(args), **self.constants,
+                                  **self.options())
 
     def __call__(self, direct: bool, stream: int | None, *args) -> None:
         if _recorded is not None:
@@ -135,11 +144,10 @@ class KernelLauncher:
         if direct and compiled is not None:
             # The JIT's own launch call (triton/runtime/jit.py), less binding and lookup:
             # no launch metadata or hooks (launch_mode checked there are none), and the
-            # constexpr BLOCK last, as the JIT's bound arguments have it.
+            # constexpr block sizes last, as the JIT's bound arguments have them.
             compiled.run(*self.grid_xyz, stream, compiled.function, compiled.packed_metadata,
-                         None, None, None, *args, self.block)
+                         None, None, None, *args, *self.constants.values())
             return
-        compiled = self.kernel[self.grid_for(args)](*args, BLOCK=self.block,
-                                                     num_warps=self.num_warps)
+        compiled = self.kernel[self.grid_for(args)](*args, **self.constants, **self.options())
         if direct and not self.sizes:
             self.compiled = compiled
