@@ -24,6 +24,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
+import tessel
 from benchmarks.run import first_call, interleaved_medians, within_tolerance
 from tessel.passes.registry import lookup_pipeline
 
@@ -68,7 +69,10 @@ def _compiled(settings: dict, inputs: tuple, reference) -> tuple:
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-gemm-")
     torch._dynamo.reset()
     compiled = torch.compile(_linear_gelu, **settings)
+    graphs = tessel.stats()["graphs_compiled"]
     _, output = first_call(compiled, inputs, "cuda")
+    if settings.get("backend") == "mlir" and tessel.stats()["graphs_compiled"] == graphs:
+        return compiled, " (NOT COMPILED: ran eagerly)"
     return compiled, "" if within_tolerance(output, reference) else " (WRONG OUTPUT)"
 
 
@@ -78,6 +82,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
+    # Every backend compiles the same function: more than Dynamo's default of 8 would
+    # otherwise run eagerly once the limit is hit.
+    torch._dynamo.config.recompile_limit = 64
     if args.sweep_tiles:
         backends = {tile: {"backend": "mlir", "options": {"pipeline": _gpu_pipeline(1 << 62, tile)}}
                     for tile in TILES}

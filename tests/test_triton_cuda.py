@@ -83,12 +83,13 @@ def test_gemm_templates_match_eager_in_half_precision(dtype, shape, tmp_path):
     def fn(x, w, b):
         return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b), approximate="tanh")
     compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})
-    # The template sums K in another order than cuBLAS, so results differ from eager's
-    # by an ulp here and there: both are held to the error of eager's own rounding,
-    # against the product in f64.
+    # The template sums K in another order than cuBLAS, so where the sum lies near a
+    # rounding boundary, its half result can be one ulp off eager's: against the result
+    # in f64, its error may exceed eager's by one ulp of the largest output, no more.
     exact = fn(x.double(), w.double(), b.double())
     eager_error = (fn(x, w, b).double() - exact).abs().max().item()
     compiled_error = (compiled(x, w, b).double() - exact).abs().max().item()
-    assert compiled_error <= 1.5 * eager_error, (compiled_error, eager_error)
+    ulp = torch.finfo(dtype).eps * exact.abs().max().item()
+    assert compiled_error <= eager_error + ulp, (compiled_error, eager_error, ulp)
     assert assert_compiled()["kernels"] == 1
     assert "tl.dot(" in next(tmp_path.rglob("*triton_kernels.py")).read_text()
