@@ -343,10 +343,10 @@ def test_kernel_that_triton_cannot_build_makes_the_graph_run_eagerly(monkeypatch
 
     building_kernels = target._building_kernels
 
-    def failing_build(host, stages, compile_first, tune):
+    def failing_build(host, *settings):
         def launch(*args):
             raise CompilationError("x", ast.parse("x").body[0], "Expected dtype fp32")
-        return building_kernels(launch, stages, compile_first, tune)
+        return building_kernels(launch, *settings)
     monkeypatch.setattr(target, "_building_kernels", failing_build)
     compiled = torch.compile(torch.sin, backend="mlir", options={"target": "triton"})
     x = torch.randn(8)
@@ -689,9 +689,10 @@ def test_rows_longer_than_a_block_loop_over_chunks(fn, shape, with_nans, tmp_pat
 
 
 def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeypatch):
-    """choose_warps times half, the same and twice each launch's warps, keeps the
+    """max-autotune times half, the same and twice each launch's warps, keeps the
     fastest, and a later tuning of the same launch reads the stored choice instead of
-    timing. (Timing itself needs a GPU: here it is a table.)"""
+    timing. The default mode tunes none of these. (Timing itself needs a GPU: here it is
+    a table.)"""
     import triton
     import triton.language as tl
 
@@ -718,15 +719,58 @@ def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeyp
         return [(KernelLauncher(copy, grid=(1,), block=64, num_warps=4), (x, y)),
                 (KernelLauncher(copy, grid=lambda size0: (1,), block=64, num_warps=4, sizes=1),
                  (x, y, 64))]
+    assert autotune.choose_configs(launches(), exhaustive=False) == {} and not timed
     first = launches()
-    assert autotune.choose_warps(first) == {"copy": 8}
+    best = {"block": 64, "num_warps": 8, "num_stages": None}
+    assert autotune.choose_configs(first, exhaustive=True) == {"copy": best}
     assert [launcher.num_warps for launcher, _ in first] == [8, 4]  # dynamic sizes: kept
     assert sorted(timed) == sorted(compiled) == [2, 4, 8]
 
     timed.clear()
     again = launches()
-    assert autotune.choose_warps(again) == {"copy": 8} and not timed  # the stored choice
+    assert autotune.choose_configs(again, exhaustive=True) == {"copy": best} and not timed
     assert again[0][0].num_warps == 8
+
+
+@pytest.mark.parametrize("exhaustive", [False, True], ids=["default", "max-autotune"])
+def test_gemm_templates_are_tuned_over_tiles_in_every_mode(exhaustive, monkeypatch):
+    """A gemm template's launch is timed with choose-gpu-blocks' two tiles (nine with
+    max-autotune), clamped to the gemm's dims; the fastest tile is kept, with the grid
+    of one program per output tile."""
+    import triton
+    import triton.language as tl
+
+    from tessel.targets.triton import autotune
+    from tessel.targets.triton.launcher import KernelLauncher
+
+    @triton.jit
+    def template(x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        pass
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "a GPU")
+    monkeypatch.setattr(autotune, "compile_in_parallel", lambda launches: None)
+    tried = []
+
+    def milliseconds(launcher, args):
+        tried.append((tuple(launcher.block.values()), launcher.num_warps, launcher.num_stages))
+        return 1.0 if launcher.block["BLOCK_M"] == 64 and launcher.num_stages == 4 else 2.0
+    monkeypatch.setattr(autotune, "milliseconds", milliseconds)
+    block = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+    launcher = KernelLauncher(template, grid=(4 * 8,), block=block, num_warps=8, num_stages=3,
+                              gemm=(512, 1000, 48))
+    tuned = autotune.choose_configs([(launcher, (torch.zeros(1),))], exhaustive)
+    assert len(tried) == (9 if exhaustive else 2)
+    assert ((64, 64, 64), 4, 4) in tried and all(k == 64 for (_, _, k), _, _ in tried)  # K: 48
+    block = (("BLOCK_M", 64), ("BLOCK_N", 64), ("BLOCK_K", 64))
+    assert tuned == {"template": {"block": block, "num_warps": 4, "num_stages": 4}}
+    assert launcher.block == dict(block) and launcher.grid == (8 * 16,)
+
+    tried.clear()
+    again = KernelLauncher(template, grid=(4 * 8,), block=dict(launcher.block, BLOCK_M=128,
+                                                              BLOCK_N=128),
+                           num_warps=8, num_stages=3, gemm=(512, 1000, 48))
+    assert autotune.choose_configs([(again, (torch.zeros(1),))], exhaustive) == tuned
+    assert not tried and again.grid == (8 * 16,)  # the stored choice
 
 
 def test_the_host_program_frees_each_buffer_after_its_last_use(tmp_path):
@@ -802,3 +846,30 @@ def test_f32_gemm_template_multiplies_exactly(tmp_path):
     assert assert_compiled()["kernels"] == 1
     kernels, _ = generated_files(tmp_path / "dump")
     assert 'input_precision="ieee"' in kernels
+
+
+def test_buffer_planning_reuses_memory_only_once_nothing_reads_it():
+    """An allocation takes the memory of an earlier buffer of the same signature once no
+    name that may hold that memory (the buffer, its views, outputs) is read again."""
+    from tessel.targets.triton.host_program import _reusing_buffers
+    allocate = "torch.empty_strided((4,), (1,), dtype=torch.float32, device=device)"
+    body = [f"buf1 = {allocate}", "launch(buf1)", "buf2 = buf1[0:2]",
+            f"buf3 = {allocate}",                 # buf1 is still read, through buf2
+            "launch(buf2, buf3)",
+            f"buf4 = {allocate}",                 # buf1's memory is free now
+            "launch(buf3, buf4)", "out0 = buf3",
+            f"buf5 = {allocate}",                 # buf3 is an output: never free
+            "launch(buf4, buf5)", "return (out0, buf5, )"]
+    planned = _reusing_buffers(body)
+    assert planned[3] == body[3] and planned[8] == body[8]
+    assert planned[5] == "buf4 = buf1  # reuses buf1's memory"
+
+
+def test_a_chain_of_same_shaped_intermediates_reuses_their_buffers(tmp_path):
+    def fn(x, w):
+        return (torch.relu(torch.sin(x) @ w) @ w).tanh()
+    x, w = torch.randn(32, 32), torch.randn(32, 32)
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w), fn(x, w))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "# reuses buf" in host, host

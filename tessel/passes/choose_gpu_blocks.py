@@ -110,9 +110,9 @@ def _gemm_template(matmul: ir.Operation, forced: str = "") -> ir.Attribute:
     linear + gelu, `python -m benchmarks.gemm_template --sweep-tiles`): 128x128
     outputs, 64-deep K slices, 8 warps and a 3-stage pipeline were the fastest where
     they give at least 256 programs (two per SM); with fewer, 64x64x64 in 4 warps and
-    4 stages, whose 4x more programs fill the GPU (1024^3: 7.7 us against 9.9). A tile
-    never exceeds its dim's next power of two, nor goes below 16 (tl.dot's minimum).
-    `forced`, "MxNxK/warps/stages", replaces the rule."""
+    4 stages, whose 4x more programs fill the GPU (1024^3: 7.7 us against 9.9); the
+    Triton target times both on the first call (targets/triton/autotune.py). `forced`,
+    "MxNxK/warps/stages", replaces the rule."""
     m, n, k = loop_ranges(matmul)
     if forced:
         sizes, warps, stages = forced.split("/")
@@ -121,8 +121,14 @@ def _gemm_template(matmul: ir.Operation, forced: str = "") -> ir.Attribute:
         tile, num_warps, num_stages = [128, 128, 64], 8, 3
     else:
         tile, num_warps, num_stages = [64, 64, 64], 4, 4
-    block = [min(t, max(16, _next_power_of_two(d))) for t, d in zip(tile, (m, n, k))]
-    return _dictionary("gemm_template", block, num_warps, num_stages=num_stages)
+    return _dictionary("gemm_template", template_block(tile, m, n, k), num_warps,
+                       num_stages=num_stages)
+
+
+def template_block(tile: list[int] | tuple[int, ...], m: int, n: int, k: int) -> list[int]:
+    """A gemm template's block sizes for `tile`: no larger than each dim's next power
+    of two, nor smaller than 16 (tl.dot's minimum)."""
+    return [min(t, max(16, _next_power_of_two(d))) for t, d in zip(tile, (m, n, k))]
 
 
 def _warps(block: int) -> int:

@@ -1,10 +1,16 @@
-"""mode="max-autotune" on the Triton target: each launch's warp count chosen by timing.
+"""Autotuning on the Triton target: each launch's configuration chosen by timing.
 
-The gpu pipeline picks one block size and warp count per kernel (choose-gpu-blocks),
-from its kind and extents; the default mode launches that, because timing candidates
-costs compile time at the first call. max-autotune also compiles each launch with half
-and twice the warps, times the variants on the first call's arguments (the pre-compile
-dry run's buffers, which only these launches write), and keeps the fastest.
+The gpu pipeline picks one configuration per kernel (choose-gpu-blocks), from its kind
+and extents. Each kernel kind then has a space of configurations that timing chooses
+from, on the first call's arguments (the pre-compile dry run's buffers, which only
+these launches write):
+
+- gemm templates (fuse-gemm-epilogues): in every mode, the two tiles choose-gpu-blocks
+  decides between (their best depends on the gemm's shape more than its rule knows);
+  with max-autotune, the nine tiles of benchmarks/gemm_template.py's sweep.
+- every other kernel: its one configuration in the default mode, because timing
+  candidates costs first-call time for gains measured at under 4% (benchmarks/
+  autotune.py); with max-autotune, half, the same and twice its warps.
 
 A choice is stored in tessel's cache, keyed by the kernel's source, its launch (grid,
 block, argument shapes, strides and alignment) and the GPU: a later process that
@@ -16,20 +22,54 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+from dataclasses import asdict, dataclass
 
 import torch
 import triton
 import triton.testing
 
 from tessel.frontend import graph_cache
+from tessel.passes.choose_gpu_blocks import template_block
 from tessel.targets.triton.launcher import KernelLauncher, compile_in_parallel
 
 # Triton's limit is 32 warps (1024 threads) a program.
 _MAX_WARPS = 32
+# Gemm template tiles: ((BLOCK_M, BLOCK_N, BLOCK_K), warps, stages).
+_TEMPLATE_TILES = [((128, 128, 64), 8, 3), ((64, 64, 64), 4, 4)]
+_TEMPLATE_TILES_EXHAUSTIVE = _TEMPLATE_TILES + [
+    ((128, 128, 64), 4, 4), ((128, 256, 64), 8, 3), ((256, 128, 64), 8, 3),
+    ((128, 64, 64), 4, 4), ((64, 128, 64), 4, 4), ((64, 64, 128), 4, 3), ((32, 64, 128), 4, 4)]
 
 
-def _candidates(num_warps: int) -> list[int]:
-    return [n for n in (num_warps // 2, num_warps, num_warps * 2) if 1 <= n <= _MAX_WARPS]
+@dataclass(frozen=True)
+class Config:
+    """A launch's configuration: its constexpr block sizes, warps and stages."""
+    block: int | tuple[tuple[str, int], ...]
+    num_warps: int
+    num_stages: int | None = None
+
+    @staticmethod
+    def of(launcher: KernelLauncher) -> Config:
+        block = launcher.block
+        return Config(tuple(block.items()) if isinstance(block, dict) else block,
+                      launcher.num_warps, launcher.num_stages)
+
+    def launcher_block(self) -> int | dict[str, int]:
+        return dict(self.block) if isinstance(self.block, tuple) else self.block
+
+
+def candidates(launcher: KernelLauncher, exhaustive: bool) -> list[Config]:
+    """The configurations timing chooses `launcher`'s from (its own first)."""
+    current = Config.of(launcher)
+    found = [current]
+    if launcher.gemm is not None:
+        for tile, warps, stages in _TEMPLATE_TILES_EXHAUSTIVE if exhaustive else _TEMPLATE_TILES:
+            block = template_block(tile, *launcher.gemm)
+            found.append(Config(tuple(zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), block)), warps, stages))
+    elif exhaustive:
+        found += [Config(current.block, n, current.num_stages)
+                  for n in (current.num_warps // 2, current.num_warps * 2) if 1 <= n <= _MAX_WARPS]
+    return list(dict.fromkeys(found))
 
 
 def _describe(arg) -> str:
@@ -39,9 +79,10 @@ def _describe(arg) -> str:
     return repr(arg)
 
 
-def _key(launcher: KernelLauncher, args: tuple) -> str:
-    text = json.dumps([inspect.getsource(launcher.kernel.fn), repr(launcher.grid), launcher.block,
-                       launcher.num_warps, [_describe(a) for a in args],
+def _key(launcher: KernelLauncher, args: tuple, exhaustive: bool) -> str:
+    text = json.dumps([inspect.getsource(launcher.kernel.fn), repr(launcher.grid),
+                       repr(launcher.block), launcher.num_warps, launcher.num_stages,
+                       exhaustive, [_describe(a) for a in args],
                        torch.cuda.get_device_name(), triton.__version__])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -50,10 +91,13 @@ def _choice_path(key: str):
     return graph_cache.cache_root() / "autotune" / f"{key}.json"
 
 
-def _stored_choice(key: str) -> int | None:
+def _stored_choice(key: str) -> Config | None:
     try:
-        return int(json.loads(_choice_path(key).read_text())["num_warps"])
-    except (OSError, ValueError, KeyError):
+        stored = json.loads(_choice_path(key).read_text())["config"]
+        block = stored["block"]
+        return Config(tuple((name, size) for name, size in block) if isinstance(block, list)
+                      else int(block), int(stored["num_warps"]), stored["num_stages"])
+    except (OSError, ValueError, KeyError, TypeError):
         return None  # not tuned yet, or damaged: tuned again
 
 
@@ -64,33 +108,34 @@ def milliseconds(launcher: KernelLauncher, args: tuple) -> float:
                                    return_mode="median")
 
 
-def choose_warps(launches: list[tuple[KernelLauncher, tuple]]) -> dict[str, int]:
-    """Set each launcher's num_warps to the fastest of its candidates, timed on the
-    recorded `args` (or stored by an earlier tuning); returns {kernel: warps} for the
-    launches whose warps changed. Launches with dynamic sizes keep theirs (their
-    extents change from call to call)."""
+def choose_configs(launches: list[tuple[KernelLauncher, tuple]],
+                   exhaustive: bool) -> dict[str, dict]:
+    """Configure each launcher as the fastest of its candidates, timed on the recorded
+    `args` (or stored by an earlier tuning); returns {kernel: config} for the launches
+    whose configuration changed. Launches with dynamic sizes keep theirs (their extents
+    change from call to call), and so do launches with one candidate."""
     first = {}
     for launcher, args in launches:
-        if not launcher.sizes:
+        if not launcher.sizes and len(candidates(launcher, exhaustive)) > 1:
             first.setdefault(launcher, args)
-    keys = {launcher: _key(launcher, args) for launcher, args in first.items()}
+    keys = {launcher: _key(launcher, args, exhaustive) for launcher, args in first.items()}
     choices = {launcher: _stored_choice(key) for launcher, key in keys.items()}
     untuned = [(launcher, args) for launcher, args in first.items() if choices[launcher] is None]
-    variants = {(launcher, warps): KernelLauncher(launcher.kernel, launcher.grid, launcher.block,
-                                                  warps, num_stages=launcher.num_stages)
-                for launcher, _ in untuned for warps in _candidates(launcher.num_warps)}
+    variants = {(launcher, config): launcher.variant(config.launcher_block(), config.num_warps,
+                                                     config.num_stages)
+                for launcher, _ in untuned for config in candidates(launcher, exhaustive)}
     compile_in_parallel([(variant, first[launcher])
                          for (launcher, _), variant in variants.items()])
     for launcher, args in untuned:
-        timed = {warps: milliseconds(variants[launcher, warps], args)
-                 for warps in _candidates(launcher.num_warps)}
+        timed = {config: milliseconds(variants[launcher, config], args)
+                 for config in candidates(launcher, exhaustive)}
         choices[launcher] = min(timed, key=timed.get)
         graph_cache.write_atomically(_choice_path(keys[launcher]), json.dumps(
-            {"num_warps": choices[launcher],
-             "milliseconds": {str(w): t for w, t in timed.items()}}))
+            {"config": asdict(choices[launcher]),
+             "milliseconds": [[asdict(c), t] for c, t in timed.items()]}))
     changed = {}
     for launcher, best in choices.items():
-        if best != launcher.num_warps:
-            changed[launcher.kernel.fn.__name__] = best
-            launcher.num_warps, launcher.compiled = best, None
+        if best != Config.of(launcher):
+            changed[launcher.kernel.fn.__name__] = asdict(best)
+            launcher.configure(best.launcher_block(), best.num_warps, best.num_stages)
     return changed

@@ -457,7 +457,8 @@ class _HostWriter:
         self.launchers.append(f"{launcher} = KernelLauncher({kernel.function}, grid={grid}, "
                               f"block={kernel.block}, num_warps={kernel.num_warps}"
                               + (f", sizes={len(kernel.sizes)}" if kernel.sizes else "")
-                              + (f", num_stages={kernel.num_stages})" if kernel.num_stages else ")"))
+                              + (f", num_stages={kernel.num_stages}" if kernel.num_stages else "")
+                              + (f", gemm={kernel.gemm})" if kernel.gemm else ")"))
         launch = f"{launcher}(direct, stream, {', '.join(inputs + outputs + strides)})"
         if not kernel.results:
             # Only runtime checks (tl.device_assert): Triton compiles them in under
@@ -616,6 +617,48 @@ class _HostWriter:
 
 
 _BUFFER = re.compile(r"\bbuf\d+\b")
+# Names that may hold a buffer's memory: buffers, and the outputs returned.
+_HOLDER = re.compile(r"\b(?:buf|out)\d+\b")
+_ALLOCATION = re.compile(r"^(buf\d+) = (torch\.empty_strided\(.*, device=device\))$")
+
+
+def _reusing_buffers(body: list[str]) -> list[str]:
+    """Buffer planning: `body` with each allocation that can take the memory of an
+    earlier buffer of the same shape, strides and dtype, whose memory nothing reads any
+    more, assigned that buffer instead (`buf9 = buf4  # reuses buf4's memory`).
+
+    A buffer's memory is read through its name and through every name assigned from an
+    expression that mentions it (views, slices, library calls on it, outputs), taken
+    transitively; it is free after the last line that mentions any of them. Outputs are
+    never freed. One stream runs a call's launches in order, so a kernel that writes the
+    reused memory runs after every kernel that read it before. The caching allocator
+    would mostly hand out the same memory, but each allocation costs it a call (4 us on
+    an H100 host), and the plan makes reuse visible in the program."""
+    memory: dict[str, set[str]] = {}      # name -> the allocations whose memory it may hold
+    signature: dict[str, str] = {}        # allocation -> its torch.empty_strided(...)
+    for line in body:
+        target, _, source = line.partition(" = ")
+        allocation = _ALLOCATION.match(line)
+        if allocation:
+            memory[target], signature[target] = {target}, allocation.group(2)
+        elif source and _HOLDER.fullmatch(target):
+            memory[target] = set().union(*(memory.get(n, set()) for n in _HOLDER.findall(source)))
+    last_read: dict[str, int] = {}
+    for index, line in enumerate(body):
+        for name in _HOLDER.findall(line):
+            for allocation in memory.get(name, ()):
+                last_read[allocation] = index
+    planned, reused = [], set()
+    for index, line in enumerate(body):
+        allocation = _ALLOCATION.match(line)
+        free = [earlier for earlier, last in last_read.items()
+                if last < index and earlier not in reused and allocation
+                and signature.get(earlier) == allocation.group(2)] if allocation else []
+        if free:
+            reused.add(free[0])
+            line = f"{allocation.group(1)} = {free[0]}  # reuses {free[0]}'s memory"
+        planned.append(line)
+    return planned
 
 
 def _freeing_buffers(body: list[str]) -> list[str]:
@@ -673,7 +716,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
                         f"({', '.join(result.stride)},), dtype={result.dtype}, "
                         f"device=device).copy_(out{index})")
     body.append(f"return ({''.join(r + ', ' for r in signature.returns)})")
-    body = _freeing_buffers(body)
+    body = _freeing_buffers(_reusing_buffers(body))
     lines = [f"# tessel host program for graph {graph_name} (target triton)",
              *writer.launchers, "",
              f"def host({', '.join(arg.name for arg in signature.inputs)}):"]

@@ -155,6 +155,7 @@ class KernelSource:
     num_warps: int
     sizes: list[sizes.Root] = field(default_factory=list)  # size parameters, last
     num_stages: int | None = None   # a gemm template's K-loop pipeline depth
+    gemm: tuple[int, int, int] | None = None  # a gemm template's m, n, k
     # The @triton.jit function that runs it: `name`, or an earlier kernel's with the same
     # source (repeated blocks of a network), which Triton then compiles once.
     function: str = ""
@@ -729,10 +730,12 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
     try:
         if ir.StringAttr(decision["kind"]).value == "gemm_template":
             block = list(ir.DenseI64ArrayAttr(decision["block"]))
-            grid = _gemm_template(writer, body, block)
+            gemm = _gemm_template(writer, body)
+            grid = (-(-gemm[0] // block[0]) * -(-gemm[1] // block[1]),)
             return KernelSource(writer.name, _function_source(writer), writer.inputs,
                                 writer.results, grid, dict(zip(writer.constants, block)),
-                                num_warps, num_stages=ir.IntegerAttr(decision["num_stages"]).value)
+                                num_warps, num_stages=ir.IntegerAttr(decision["num_stages"]).value,
+                                gemm=gemm)
         if forall is not None:
             grid = _row_kernel(writer, forall, body)
         else:
@@ -814,17 +817,17 @@ _LARGEST_TILE = (256, 256, 128)
 _GROUP_M = 8
 
 
-def _gemm_template(writer: _Writer, body: list[ir.Operation], block: list[int]) -> tuple[int]:
+def _gemm_template(writer: _Writer, body: list[ir.Operation]) -> tuple[int, int, int]:
     """A tl.dot template (fuse-gemm-epilogues): each program computes one BLOCK_M x
     BLOCK_N tile of `C = init + A B`, with f32 accumulation over BLOCK_K slices of K,
     then runs the epilogue's generics on the tile in registers and stores their results.
     The prologue's generics compute the initial accumulator on the same tile. Operands
     are read through the matmul's indexing maps and the strides the host passes, so
-    a transposed A or B needs no copy; ragged edges are masked (loads give 0)."""
+    a transposed A or B needs no copy; ragged edges are masked (loads give 0). Returns
+    the gemm's (m, n, k)."""
     matmul = next(op for op in body if op.name == "linalg.matmul")
     position = body.index(matmul)
     m, n, k = loop_ranges(matmul)
-    block_m, block_n, _ = block
     writer.constants = ("BLOCK_M", "BLOCK_N", "BLOCK_K")
     writer.tile = "[BLOCK_M, BLOCK_N]"
     writer.tile_indices = ["rm[:, None]", "rn[None, :]"]
@@ -865,7 +868,7 @@ def _gemm_template(writer: _Writer, body: list[ir.Operation], block: list[int]) 
             raise UnsupportedKernel(op.name, "only element-wise generics around a gemm template")
         writer.generic(op)
     _store_yielded(writer, body[-1])
-    return (-(-m // block_m) * -(-n // block_n),)
+    return m, n, k
 
 
 def _operand_tile(writer: _Writer, operand: ir.Value, affine_map: ir.AffineMap,

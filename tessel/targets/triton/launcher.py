@@ -107,8 +107,12 @@ class KernelLauncher:
     Triton's cache); later ones call the compiled kernel's launcher."""
 
     def __init__(self, kernel: triton.JITFunction, grid, block: int | dict[str, int],
-                 num_warps: int, sizes: int = 0, num_stages: int | None = None):
+                 num_warps: int, sizes: int = 0, num_stages: int | None = None,
+                 gemm: tuple[int, int, int] | None = None):
         self.kernel = kernel
+        # A gemm template's (m, n, k): its grid is one program per BLOCK_M x BLOCK_N tile,
+        # recomputed when autotuning configures other tiles.
+        self.gemm = gemm
         # With `sizes` (dynamic sizes, the launch's last arguments), `grid` is a function
         # of them, and every launch goes through the JIT: new sizes and strides may
         # specialize the kernel differently.
@@ -123,6 +127,25 @@ class KernelLauncher:
         # Software-pipelining stages of a gemm template's K loop; Triton's default if None.
         self.num_stages = num_stages
         self.compiled = None
+
+    def configure(self, block: int | dict[str, int], num_warps: int,
+                  num_stages: int | None) -> None:
+        """Launch with another configuration from now on (autotuning's choice)."""
+        self.block = block
+        self.constants = block if isinstance(block, dict) else {"BLOCK": block}
+        self.num_warps, self.num_stages, self.compiled = num_warps, num_stages, None
+        if self.gemm is not None:
+            m, n, _ = self.gemm
+            self.grid = (-(-m // block["BLOCK_M"]) * -(-n // block["BLOCK_N"]),)
+            self.grid_xyz = self.grid + (1, 1)
+
+    def variant(self, block: int | dict[str, int], num_warps: int,
+                num_stages: int | None) -> KernelLauncher:
+        """A launcher of the same kernel with another configuration."""
+        variant = KernelLauncher(self.kernel, self.grid, self.block, self.num_warps,
+                                 self.sizes, self.num_stages, self.gemm)
+        variant.configure(block, num_warps, num_stages)
+        return variant
 
     def options(self) -> dict[str, int]:
         stages = {"num_stages": self.num_stages} if self.num_stages else {}
