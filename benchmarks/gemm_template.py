@@ -8,7 +8,8 @@ host included: a single small gemm is host-bound), and the GPU time of one call,
 sum of its kernels' durations in torch.profiler (what it costs inside a model, where
 the host runs ahead of the GPU). The GPU times are the measurement behind
 fuse-gemm-epilogues' cost rule. With --sweep-tiles, the GPU time of the template with
-each of several tiles instead, behind choose-gpu-blocks' tile rule.
+each of several tiles instead (forced, so untuned), behind choose-gpu-blocks' tile
+rule and the tiles autotuning tries.
 
 Usage:
     python -m benchmarks.gemm_template [--sweep-tiles] [--repeats 50] [--output FILE]
@@ -113,6 +114,10 @@ def main() -> None:
             callables, notes = {"eager": _linear_gelu}, {"eager": ""}
             for name, settings in backends.items():
                 callables[name], notes[name] = _compiled(settings, inputs, reference)
+            # Each compile reset Dynamo, so the others compile again at their next call
+            # (from Triton's cache): before any timing.
+            for fn in callables.values():
+                fn(*inputs)
             gpu = {name: gpu_microseconds(fn, inputs) for name, fn in callables.items()}
             if args.sweep_tiles:
                 cells = [f"{gpu[b]:.1f}{notes[b]}" for b in callables]

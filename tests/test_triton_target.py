@@ -827,15 +827,17 @@ def test_a_half_gemm_and_its_element_wise_neighbours_are_one_tl_dot_template(tmp
     kernels, host = generated_files(tmp_path / "dump")
     assert "tl.dot(" in kernels and "(rk[None, :] < 72)" in kernels and "rm[:, None] < 200" in kernels
     assert "torch.addmm" not in host and "torch.matmul" not in host
-    assert "num_stages=4" in host and "'BLOCK_M': 64" in host
+    assert "num_stages=4" in host and "'BLOCK_M': 64" in host and "gemm=(200, 700, 72)" in host
 
 
 def test_f32_gemm_template_multiplies_exactly(tmp_path):
     """With f32 operands admitted (fuse-gemm-epilogues{element-types=f32}), the template
-    multiplies in IEEE f32, as torch's matmul does without TF32."""
+    multiplies in IEEE f32, as torch's matmul does without TF32; a tile forced by
+    choose-gpu-blocks{template-tile} is launched untuned."""
     from tessel.passes.registry import lookup_pipeline
     pipeline = lookup_pipeline("gpu").replace(
-        "fuse-gemm-epilogues", "fuse-gemm-epilogues{element-types=f32 min-output-tiles=1}")
+        "fuse-gemm-epilogues", "fuse-gemm-epilogues{element-types=f32 min-output-tiles=1}"
+    ).replace("choose-gpu-blocks", "choose-gpu-blocks{template-tile=32x32x16/4/2}")
     def fn(a, b, c):
         return torch.relu(a @ b + c)
     a, b, c = torch.randn(96, 40), torch.randn(40, 80), torch.randn(96, 80)
@@ -844,8 +846,9 @@ def test_f32_gemm_template_multiplies_exactly(tmp_path):
     torch.testing.assert_close(torch.compile(fn, backend="mlir", options=options)(a, b, c),
                                fn(a, b, c))
     assert assert_compiled()["kernels"] == 1
-    kernels, _ = generated_files(tmp_path / "dump")
+    kernels, host = generated_files(tmp_path / "dump")
     assert 'input_precision="ieee"' in kernels
+    assert "'BLOCK_M': 32, 'BLOCK_N': 32, 'BLOCK_K': 16" in host and "gemm=" not in host
 
 
 def test_buffer_planning_reuses_memory_only_once_nothing_reads_it():

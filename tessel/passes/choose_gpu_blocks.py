@@ -112,7 +112,7 @@ def _gemm_template(matmul: ir.Operation, forced: str = "") -> ir.Attribute:
     they give at least 256 programs (two per SM); with fewer, 64x64x64 in 4 warps and
     4 stages, whose 4x more programs fill the GPU (1024^3: 7.7 us against 9.9); the
     Triton target times both on the first call (targets/triton/autotune.py). `forced`,
-    "MxNxK/warps/stages", replaces the rule."""
+    "MxNxK/warps/stages", replaces the rule, and the target launches it untuned."""
     m, n, k = loop_ranges(matmul)
     if forced:
         sizes, warps, stages = forced.split("/")
@@ -121,8 +121,12 @@ def _gemm_template(matmul: ir.Operation, forced: str = "") -> ir.Attribute:
         tile, num_warps, num_stages = [128, 128, 64], 8, 3
     else:
         tile, num_warps, num_stages = [64, 64, 64], 4, 4
-    return _dictionary("gemm_template", template_block(tile, m, n, k), num_warps,
-                       num_stages=num_stages)
+    decision = _dictionary("gemm_template", template_block(tile, m, n, k), num_warps,
+                           num_stages=num_stages)
+    if forced:  # the Triton target launches a forced tile as it is, untuned
+        decision = ir.DictAttr.get({**{a.name: a.attr for a in decision},
+                                    "forced": ir.BoolAttr.get(True)})
+    return decision
 
 
 def template_block(tile: list[int] | tuple[int, ...], m: int, n: int, k: int) -> list[int]:

@@ -155,7 +155,7 @@ class KernelSource:
     num_warps: int
     sizes: list[sizes.Root] = field(default_factory=list)  # size parameters, last
     num_stages: int | None = None   # a gemm template's K-loop pipeline depth
-    gemm: tuple[int, int, int] | None = None  # a gemm template's m, n, k
+    gemm: tuple[int, int, int] | None = None  # a gemm template's m, n, k, if it is tuned
     # The @triton.jit function that runs it: `name`, or an earlier kernel's with the same
     # source (repeated blocks of a network), which Triton then compiles once.
     function: str = ""
@@ -735,7 +735,7 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
             return KernelSource(writer.name, _function_source(writer), writer.inputs,
                                 writer.results, grid, dict(zip(writer.constants, block)),
                                 num_warps, num_stages=ir.IntegerAttr(decision["num_stages"]).value,
-                                gemm=gemm)
+                                gemm=None if "forced" in decision else gemm)
         if forall is not None:
             grid = _row_kernel(writer, forall, body)
         else:
