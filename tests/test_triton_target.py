@@ -691,8 +691,7 @@ def test_rows_longer_than_a_block_loop_over_chunks(fn, shape, with_nans, tmp_pat
 def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeypatch):
     """max-autotune times half, the same and twice each launch's warps, keeps the
     fastest, and a later tuning of the same launch reads the stored choice instead of
-    timing. The default mode tunes none of these. (Timing itself needs a GPU: here it is
-    a table.)"""
+    timing. (Timing itself needs a GPU: here it is a table.)"""
     import triton
     import triton.language as tl
 
@@ -719,24 +718,22 @@ def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeyp
         return [(KernelLauncher(copy, grid=(1,), block=64, num_warps=4), (x, y)),
                 (KernelLauncher(copy, grid=lambda size0: (1,), block=64, num_warps=4, sizes=1),
                  (x, y, 64))]
-    assert autotune.choose_configs(launches(), exhaustive=False) == {} and not timed
     first = launches()
     best = {"block": 64, "num_warps": 8, "num_stages": None}
-    assert autotune.choose_configs(first, exhaustive=True) == {"copy": best}
+    assert autotune.choose_configs(first) == {"copy": best}
     assert [launcher.num_warps for launcher, _ in first] == [8, 4]  # dynamic sizes: kept
     assert sorted(timed) == sorted(compiled) == [2, 4, 8]
 
     timed.clear()
     again = launches()
-    assert autotune.choose_configs(again, exhaustive=True) == {"copy": best} and not timed
+    assert autotune.choose_configs(again) == {"copy": best} and not timed
     assert again[0][0].num_warps == 8
 
 
-@pytest.mark.parametrize("exhaustive", [False, True], ids=["default", "max-autotune"])
-def test_gemm_templates_are_tuned_over_tiles_in_every_mode(exhaustive, monkeypatch):
-    """A gemm template's launch is timed with choose-gpu-blocks' two tiles (nine with
-    max-autotune), clamped to the gemm's dims; the fastest tile is kept, with the grid
-    of one program per output tile."""
+def test_max_autotune_times_gemm_templates_over_tiles(monkeypatch):
+    """max-autotune times a gemm template's launch with nine tiles, clamped to the
+    gemm's dims; the fastest tile is kept, with the grid of one program per output
+    tile, and stored."""
     import triton
     import triton.language as tl
 
@@ -758,8 +755,8 @@ def test_gemm_templates_are_tuned_over_tiles_in_every_mode(exhaustive, monkeypat
     block = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
     launcher = KernelLauncher(template, grid=(4 * 8,), block=block, num_warps=8, num_stages=3,
                               gemm=(512, 1000, 48))
-    tuned = autotune.choose_configs([(launcher, (torch.zeros(1),))], exhaustive)
-    assert len(tried) == (9 if exhaustive else 2)
+    tuned = autotune.choose_configs([(launcher, (torch.zeros(1),))])
+    assert len(tried) == 9
     assert ((64, 64, 64), 4, 4) in tried and all(k == 64 for (_, _, k), _, _ in tried)  # K: 48
     block = (("BLOCK_M", 64), ("BLOCK_N", 64), ("BLOCK_K", 64))
     assert tuned == {"template": {"block": block, "num_warps": 4, "num_stages": 4}}
@@ -769,7 +766,7 @@ def test_gemm_templates_are_tuned_over_tiles_in_every_mode(exhaustive, monkeypat
     again = KernelLauncher(template, grid=(4 * 8,), block=dict(launcher.block, BLOCK_M=128,
                                                               BLOCK_N=128),
                            num_warps=8, num_stages=3, gemm=(512, 1000, 48))
-    assert autotune.choose_configs([(again, (torch.zeros(1),))], exhaustive) == tuned
+    assert autotune.choose_configs([(again, (torch.zeros(1),))]) == tuned
     assert not tried and again.grid == (8 * 16,)  # the stored choice
 
 

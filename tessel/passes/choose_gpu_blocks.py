@@ -110,8 +110,8 @@ def _gemm_template(matmul: ir.Operation, forced: str = "") -> ir.Attribute:
     linear + gelu, `python -m benchmarks.gemm_template --sweep-tiles`): 128x128
     outputs, 64-deep K slices, 8 warps and a 3-stage pipeline were the fastest where
     they give at least 256 programs (two per SM); with fewer, 64x64x64 in 4 warps and
-    4 stages, whose 4x more programs fill the GPU (1024^3: 7.7 us against 9.9); the
-    Triton target times both on the first call (targets/triton/autotune.py). `forced`,
+    4 stages, whose 4x more programs fill the GPU (1024^3: 7.7 us against 9.9);
+    max-autotune times nine tiles (targets/triton/autotune.py). `forced`,
     "MxNxK/warps/stages", replaces the rule, and the target launches it untuned."""
     m, n, k = loop_ranges(matmul)
     if forced:

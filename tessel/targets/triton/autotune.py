@@ -1,16 +1,15 @@
-"""Autotuning on the Triton target: each launch's configuration chosen by timing.
+"""mode="max-autotune" on the Triton target: each launch's configuration chosen by timing.
 
 The gpu pipeline picks one configuration per kernel (choose-gpu-blocks), from its kind
-and extents. Each kernel kind then has a space of configurations that timing chooses
-from, on the first call's arguments (the pre-compile dry run's buffers, which only
-these launches write):
+and extents by rules measured on an H100; the default mode launches that, because
+timing candidates costs first-call time (timing a gemm template's two tiles cost
+GPT-2's block its first-call bar: 1.98 s against Inductor's 1.73). max-autotune times
+each kernel kind's space of configurations on the first call's arguments (the
+pre-compile dry run's buffers, which only these launches write) and keeps the fastest:
 
-- gemm templates (fuse-gemm-epilogues): in every mode, the two tiles choose-gpu-blocks
-  decides between (their best depends on the gemm's shape more than its rule knows);
-  with max-autotune, the nine tiles of benchmarks/gemm_template.py's sweep.
-- every other kernel: its one configuration in the default mode, because timing
-  candidates costs first-call time for gains measured at under 4% (benchmarks/
-  autotune.py); with max-autotune, half, the same and twice its warps.
+- gemm templates (fuse-gemm-epilogues): the nine tiles of benchmarks/gemm_template.py's
+  sweep, clamped to the gemm's dims;
+- every other kernel: half, the same and twice its warps.
 
 A choice is stored in tessel's cache, keyed by the kernel's source, its launch (grid,
 block, argument shapes, strides and alignment) and the GPU: a later process that
@@ -35,10 +34,9 @@ from tessel.targets.triton.launcher import KernelLauncher, compile_in_parallel
 # Triton's limit is 32 warps (1024 threads) a program.
 _MAX_WARPS = 32
 # Gemm template tiles: ((BLOCK_M, BLOCK_N, BLOCK_K), warps, stages).
-_TEMPLATE_TILES = [((128, 128, 64), 8, 3), ((64, 64, 64), 4, 4)]
-_TEMPLATE_TILES_EXHAUSTIVE = _TEMPLATE_TILES + [
-    ((128, 128, 64), 4, 4), ((128, 256, 64), 8, 3), ((256, 128, 64), 8, 3),
-    ((128, 64, 64), 4, 4), ((64, 128, 64), 4, 4), ((64, 64, 128), 4, 3), ((32, 64, 128), 4, 4)]
+_TEMPLATE_TILES = [((128, 128, 64), 8, 3), ((64, 64, 64), 4, 4), ((128, 128, 64), 4, 4),
+                   ((128, 256, 64), 8, 3), ((256, 128, 64), 8, 3), ((128, 64, 64), 4, 4),
+                   ((64, 128, 64), 4, 4), ((64, 64, 128), 4, 3), ((32, 64, 128), 4, 4)]
 
 
 @dataclass(frozen=True)
@@ -58,15 +56,15 @@ class Config:
         return dict(self.block) if isinstance(self.block, tuple) else self.block
 
 
-def candidates(launcher: KernelLauncher, exhaustive: bool) -> list[Config]:
+def candidates(launcher: KernelLauncher) -> list[Config]:
     """The configurations timing chooses `launcher`'s from (its own first)."""
     current = Config.of(launcher)
     found = [current]
     if launcher.gemm is not None:
-        for tile, warps, stages in _TEMPLATE_TILES_EXHAUSTIVE if exhaustive else _TEMPLATE_TILES:
+        for tile, warps, stages in _TEMPLATE_TILES:
             block = template_block(tile, *launcher.gemm)
             found.append(Config(tuple(zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), block)), warps, stages))
-    elif exhaustive:
+    else:
         found += [Config(current.block, n, current.num_stages)
                   for n in (current.num_warps // 2, current.num_warps * 2) if 1 <= n <= _MAX_WARPS]
     return list(dict.fromkeys(found))
@@ -79,10 +77,10 @@ def _describe(arg) -> str:
     return repr(arg)
 
 
-def _key(launcher: KernelLauncher, args: tuple, exhaustive: bool) -> str:
+def _key(launcher: KernelLauncher, args: tuple) -> str:
     text = json.dumps([inspect.getsource(launcher.kernel.fn), repr(launcher.grid),
                        repr(launcher.block), launcher.num_warps, launcher.num_stages,
-                       exhaustive, [_describe(a) for a in args],
+                       [_describe(a) for a in args],
                        torch.cuda.get_device_name(), triton.__version__])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -108,27 +106,26 @@ def milliseconds(launcher: KernelLauncher, args: tuple) -> float:
                                    return_mode="median")
 
 
-def choose_configs(launches: list[tuple[KernelLauncher, tuple]],
-                   exhaustive: bool) -> dict[str, dict]:
+def choose_configs(launches: list[tuple[KernelLauncher, tuple]]) -> dict[str, dict]:
     """Configure each launcher as the fastest of its candidates, timed on the recorded
     `args` (or stored by an earlier tuning); returns {kernel: config} for the launches
     whose configuration changed. Launches with dynamic sizes keep theirs (their extents
-    change from call to call), and so do launches with one candidate."""
+    change from call to call)."""
     first = {}
     for launcher, args in launches:
-        if not launcher.sizes and len(candidates(launcher, exhaustive)) > 1:
+        if not launcher.sizes:
             first.setdefault(launcher, args)
-    keys = {launcher: _key(launcher, args, exhaustive) for launcher, args in first.items()}
+    keys = {launcher: _key(launcher, args) for launcher, args in first.items()}
     choices = {launcher: _stored_choice(key) for launcher, key in keys.items()}
     untuned = [(launcher, args) for launcher, args in first.items() if choices[launcher] is None]
     variants = {(launcher, config): launcher.variant(config.launcher_block(), config.num_warps,
                                                      config.num_stages)
-                for launcher, _ in untuned for config in candidates(launcher, exhaustive)}
+                for launcher, _ in untuned for config in candidates(launcher)}
     compile_in_parallel([(variant, first[launcher])
                          for (launcher, _), variant in variants.items()])
     for launcher, args in untuned:
         timed = {config: milliseconds(variants[launcher, config], args)
-                 for config in candidates(launcher, exhaustive)}
+                 for config in candidates(launcher)}
         choices[launcher] = min(timed, key=timed.get)
         graph_cache.write_atomically(_choice_path(keys[launcher]), json.dumps(
             {"config": asdict(choices[launcher]),

@@ -57,14 +57,14 @@ def _load_kernels(source: str):
 
 
 def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
-                      tune: bool, exhaustive: bool) -> Callable:
+                      tune: bool) -> Callable:
     """`host`, turning a kernel that Triton fails to compile into KernelBuildFailed (the
     graph then runs eagerly), with the dump that holds its source. With `compile_first`,
     its kernels compile in parallel before its first call; without (kernels from the
     graph cache, which Triton's cache holds), each loads at its first launch, which
     costs less than the dry run that finds their arguments. With `tune`, each launch's
     configuration is first chosen by timing, or read from an earlier tuning, from its
-    kernel kind's space (autotune.py; the `exhaustive` one for max-autotune)."""
+    kernel kind's space (autotune.py)."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
     compiled = False
 
@@ -76,7 +76,7 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
                     launches = recorded_launches(host, args)
                 if tune:
                     with stages.timed("triton-autotune"):
-                        tuned = autotune.choose_configs(launches, exhaustive)
+                        tuned = autotune.choose_configs(launches)
                     stages.write("autotuned.json", lambda: json.dumps(tuned, indent=1))
                 with stages.timed("triton-compile"):
                     compile_in_parallel(launches)
@@ -161,12 +161,8 @@ class TritonTarget(Target):
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
-        exhaustive = options.mode in ("max-autotune", "max-autotune-no-cudagraphs")
-        # Gemm templates are tuned in every mode (autotune.py).
-        templates = any(isinstance(value, KernelLauncher) and value.gemm is not None
-                        for value in namespace.values())
-        host = _building_kernels(namespace["host"], stages, compile_first,
-                                 exhaustive or templates, exhaustive)
+        tune = options.mode in ("max-autotune", "max-autotune-no-cudagraphs")
+        host = _building_kernels(namespace["host"], stages, compile_first, tune)
         # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
         if options.mode in ("reduce-overhead", "max-autotune"):
             host = CudaGraphRunner(host, stages.dump.graph_name, signature.static_inputs)
