@@ -1,5 +1,6 @@
 // RUN: %opt %s --split-input-file -p choose-gpu-blocks | filecheck %s
 // RUN: %opt %s --split-input-file -p 'choose-gpu-blocks{max-persistent-row=256 looped-block=128}' | filecheck %s --check-prefix=LOOPED
+// RUN: %opt %s --split-input-file -p 'choose-gpu-blocks{template-tile=32x128x128/2/2}' | filecheck %s --check-prefix=FORCED
 
 // A row-fused kernel whose 512-element rows fit one block is persistent.
 // CHECK-LABEL: func.func @row_kernel
@@ -71,4 +72,29 @@ func.func @dynamic_row_left_unwrapped(%x: tensor<8x?xf32>, %n: index) -> (tensor
 func.func @negative_no_kernels(%a: tensor<4xf32>) -> tensor<4xf32> {
   %s = arith.addf %a, %a : tensor<4xf32>
   return %s : tensor<4xf32>
+}
+
+// -----
+
+// Gemm templates (fuse-gemm-epilogues): 128x128x64 tiles in 8 warps and 3 stages where
+// that gives 256 programs or more (4096x2048: 32 x 16), else 64x64x64 in 4 warps and
+// 4 stages (512x512: 16 programs of 128x128), clamped to the dims' next powers of two
+// (K: 64 and 40, so 64). A forced tile (32x128x128, its K clamped to 64) is recorded as
+// forced, which the Triton target launches untuned.
+// CHECK-LABEL: func.func @gemm_templates
+// CHECK:         tessel.gpu = {block = array<i64: 128, 128, 64>, kind = "gemm_template", num_stages = 3 : i64, num_warps = 8 : i64}
+// CHECK:         tessel.gpu = {block = array<i64: 64, 64, 64>, kind = "gemm_template", num_stages = 4 : i64, num_warps = 4 : i64}
+// FORCED-LABEL: func.func @gemm_templates
+// FORCED:         tessel.gpu = {block = array<i64: 32, 128, 64>, forced = true, kind = "gemm_template", num_stages = 2 : i64, num_warps = 2 : i64}
+func.func @gemm_templates(%a: tensor<4096x64xf16>, %b: tensor<64x2048xf16>, %c: tensor<4096x2048xf32>,
+                          %x: tensor<512x40xf16>, %y: tensor<40x512xf16>, %z: tensor<512x512xf32>) -> (tensor<4096x2048xf32>, tensor<512x512xf32>) {
+  %big = "tkern.kernel"() ({
+    %r = linalg.matmul ins(%a, %b : tensor<4096x64xf16>, tensor<64x2048xf16>) outs(%c : tensor<4096x2048xf32>) -> tensor<4096x2048xf32>
+    "tkern.yield"(%r) : (tensor<4096x2048xf32>) -> ()
+  }) {sym_name = "big"} : () -> tensor<4096x2048xf32>
+  %small = "tkern.kernel"() ({
+    %r = linalg.matmul ins(%x, %y : tensor<512x40xf16>, tensor<40x512xf16>) outs(%z : tensor<512x512xf32>) -> tensor<512x512xf32>
+    "tkern.yield"(%r) : (tensor<512x512xf32>) -> ()
+  }) {sym_name = "small"} : () -> tensor<512x512xf32>
+  return %big, %small : tensor<4096x2048xf32>, tensor<512x512xf32>
 }
