@@ -40,12 +40,13 @@ TILES = ["128x128x64/8/3", "128x128x64/4/4", "128x256x64/8/3", "256x128x64/8/3",
 
 
 def _gpu_pipeline(max_multiply_adds: int, tile: str = "") -> str:
-    """The gpu pipeline, fusing gemms up to `max_multiply_adds` (0: none, else all that
-    are large enough), with every template's tile `tile` if given."""
+    """max-autotune's gpu pipeline, fusing gemms up to `max_multiply_adds` (0: none,
+    else all that are large enough), with every template's tile `tile` if given; the
+    default mode's tiles, untimed, unless the mode is given too."""
     fuse = (f"fuse-gemm-epilogues{{max-multiply-adds={max_multiply_adds}"
             + (" min-output-tiles=0}" if max_multiply_adds else "}"))
     choose = f"choose-gpu-blocks{{template-tile={tile}}}" if tile else "choose-gpu-blocks"
-    return (lookup_pipeline("gpu").replace("fuse-gemm-epilogues", fuse)
+    return (lookup_pipeline("gpu-max-autotune").replace("fuse-gemm-epilogues", fuse)
             .replace("choose-gpu-blocks", choose))
 
 

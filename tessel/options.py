@@ -47,9 +47,9 @@ class Options:
         "compiler code becomes a fallback (False: in this process, for debugging)", (bool,))
     mode: str = _option(
         "default", "torch.compile mode; on the Triton target 'reduce-overhead' replays CUDA "
-        "graphs, 'max-autotune-no-cudagraphs' times each launch's warp count (nine tiles "
-        "of each gemm template) on the first call, 'max-autotune' does both; give it here "
-        "to combine it with other options "
+        "graphs, 'max-autotune-no-cudagraphs' builds gemm templates (fuse-gemm-epilogues) "
+        "and times each launch's configuration (warps; a template's tile) on the first "
+        "call, 'max-autotune' does both; give it here to combine it with other options "
         "(torch.compile takes `mode` or `options`, not both)", (str,), MODES)
 
 

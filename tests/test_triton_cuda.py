@@ -25,7 +25,8 @@ def test_launches_after_the_first_skip_the_jit_and_respecialize_for_unaligned_in
 
     def fn(a, b):
         return torch.sigmoid(a) * b + a
-    compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})
+    compiled = torch.compile(fn, backend="mlir", options={
+        "dump_dir": str(tmp_path), "mode": "max-autotune-no-cudagraphs"})
     storage = torch.randn(2 * 4096 + 1, device="cuda")
     aligned, unaligned = storage[:8192].view(64, 128), storage[1:8193].view(64, 128)
     b = torch.randn(64, 128, device="cuda")
@@ -73,8 +74,9 @@ def test_a_cpu_scalar_tensor_next_to_cuda_tensors_compiles():
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (300, 200, 500)], ids=["square", "ragged"])
 def test_gemm_templates_match_eager_in_half_precision(dtype, shape, tmp_path):
-    """A half linear + bias + gelu small enough for fuse-gemm-epilogues runs as one tl.dot
-    template; with bf16 arithmetic (which Triton's interpreter gets wrong) checked here."""
+    """Under max-autotune, a half linear + bias + gelu small enough for
+    fuse-gemm-epilogues runs as one tl.dot template, its tile timed; with bf16
+    arithmetic (which Triton's interpreter gets wrong) checked here."""
     m, k, n = shape
     x = torch.randn(m, k, device="cuda", dtype=dtype)
     w = torch.randn(n, k, device="cuda", dtype=dtype) * k ** -0.5
@@ -82,7 +84,8 @@ def test_gemm_templates_match_eager_in_half_precision(dtype, shape, tmp_path):
 
     def fn(x, w, b):
         return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b), approximate="tanh")
-    compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})
+    compiled = torch.compile(fn, backend="mlir", options={
+        "dump_dir": str(tmp_path), "mode": "max-autotune-no-cudagraphs"})
     # The template sums K in another order than cuBLAS, so where the sum lies near a
     # rounding boundary, its half result can be one ulp off eager's: against the result
     # in f64, its error may exceed eager's by one ulp of the largest output, no more.

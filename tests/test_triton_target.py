@@ -23,8 +23,13 @@ def kernel_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def compile_triton(fn, dump_dir=None):
-    options = {"target": "triton", "fallback": False}
+# The mode that builds gemm templates (gpu-max-autotune) without CUDA graphs; the
+# interpreter times nothing.
+_AUTOTUNING = "max-autotune-no-cudagraphs"
+
+
+def compile_triton(fn, dump_dir=None, mode="default"):
+    options = {"target": "triton", "fallback": False, "mode": mode}
     if dump_dir is not None:
         options["dump_dir"] = str(dump_dir)
     return torch.compile(fn, backend="mlir", options=options)
@@ -297,7 +302,7 @@ def test_gemm_template_compiles_to_tensor_core_ptx_for_sm90(tmp_path):
     def fn(x, w):
         return torch.relu(x @ w)
     x, w = torch.randn(512, 256, dtype=torch.float16), torch.randn(256, 512, dtype=torch.float16)
-    compile_triton(fn, tmp_path / "dump")(x, w)
+    compile_triton(fn, tmp_path / "dump", mode=_AUTOTUNING)(x, w)
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
     name = re.search(r"def (main_kernel_\d+)\(", kernels_file.read_text()).group(1)
     ptx = _ptx_for_sm90(kernels_file, name, "*fp16",
@@ -809,16 +814,17 @@ def test_a_half_linear_with_a_bias_is_one_addmm(rows, tmp_path):
 
 
 def test_a_half_gemm_and_its_element_wise_neighbours_are_one_tl_dot_template(tmp_path):
-    """fuse-gemm-epilogues: a half linear's bias (the initial accumulator), the gemm, the
-    activation and a residual add are one kernel: a tl.dot template whose ragged M, N
-    and K are masked, reading a transposed input through its strides; no library gemm."""
+    """fuse-gemm-epilogues (max-autotune's pipeline): a half linear's bias (the initial
+    accumulator), the gemm, the activation and a residual add are one kernel: a tl.dot
+    template whose ragged M, N and K are masked, reading a transposed input through its
+    strides; no library gemm. The default mode keeps the cuBLAS call."""
     def fn(x, w, b, residual):
         return F.silu(F.linear(x, w, b)) + residual
     torch.manual_seed(0)
     x = torch.randn(72, 200, dtype=torch.float16).t()  # 200 x 72, column-major
     w = torch.randn(700, 72, dtype=torch.float16) * 72 ** -0.5
     b, residual = torch.randn(700, dtype=torch.float16), torch.randn(200, 700, dtype=torch.float16)
-    compiled = compile_triton(fn, tmp_path / "dump")(x, w, b, residual)
+    compiled = compile_triton(fn, tmp_path / "dump", mode=_AUTOTUNING)(x, w, b, residual)
     torch.testing.assert_close(compiled, fn(x, w, b, residual), atol=2e-3, rtol=2e-3)
     assert assert_compiled()["kernels"] == 1
     kernels, host = generated_files(tmp_path / "dump")
@@ -826,13 +832,18 @@ def test_a_half_gemm_and_its_element_wise_neighbours_are_one_tl_dot_template(tmp
     assert "torch.addmm" not in host and "torch.matmul" not in host
     assert "num_stages=4" in host and "'BLOCK_M': 64" in host and "gemm=(200, 700, 72)" in host
 
+    torch._dynamo.reset()
+    compile_triton(fn, tmp_path / "default")(x, w, b, residual)
+    _, host = generated_files(tmp_path / "default")
+    assert "torch.addmm" in host and "gemm=" not in host
+
 
 def test_f32_gemm_template_multiplies_exactly(tmp_path):
     """With f32 operands admitted (fuse-gemm-epilogues{element-types=f32}), the template
     multiplies in IEEE f32, as torch's matmul does without TF32; a tile forced by
     choose-gpu-blocks{template-tile} is launched untuned."""
     from tessel.passes.registry import lookup_pipeline
-    pipeline = lookup_pipeline("gpu").replace(
+    pipeline = lookup_pipeline("gpu-max-autotune").replace(
         "fuse-gemm-epilogues", "fuse-gemm-epilogues{element-types=f32 min-output-tiles=1}"
     ).replace("choose-gpu-blocks", "choose-gpu-blocks{template-tile=32x32x16/4/2}")
     def fn(a, b, c):

@@ -54,6 +54,10 @@ class FuseGemmEpiloguesPass(ModulePass):
     `max-multiply-adds` m*n*k, and (4) it has at least `min-output-tiles` 64x64 output
     tiles: a gemm of few, long tiles (64x2048x1000: 11 us against 6.8) would need K
     split across programs, which the template does not do.
+
+    Only the gpu-max-autotune pipeline runs it: a template costs compile time (0.99 s
+    for sm_90 where an element-wise kernel takes 0.1 s), which the default mode's first
+    call cannot afford (see passes/pipelines.py).
     """
 
     name: ClassVar[str] = "fuse-gemm-epilogues"

@@ -2,13 +2,12 @@
 
 The gpu pipeline picks one configuration per kernel (choose-gpu-blocks), from its kind
 and extents by rules measured on an H100; the default mode launches that, because
-timing candidates costs first-call time (timing a gemm template's two tiles cost
-GPT-2's block its first-call bar: 1.98 s against Inductor's 1.73). max-autotune times
-each kernel kind's space of configurations on the first call's arguments (the
-pre-compile dry run's buffers, which only these launches write) and keeps the fastest:
+timing candidates costs first-call time. max-autotune times each kernel kind's space
+of configurations on the first call's arguments (the pre-compile dry run's buffers,
+which only these launches write) and keeps the fastest:
 
-- gemm templates (fuse-gemm-epilogues): the nine tiles of benchmarks/gemm_template.py's
-  sweep, clamped to the gemm's dims;
+- gemm templates (fuse-gemm-epilogues, which only max-autotune's pipeline runs): the
+  nine tiles of benchmarks/gemm_template.py's sweep, clamped to the gemm's dims;
 - every other kernel: half, the same and twice its warps.
 
 A choice is stored in tessel's cache, keyed by the kernel's source, its launch (grid,

@@ -88,6 +88,11 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
     return launch
 
 
+def _autotuning(options) -> bool:
+    """Whether the mode is a max-autotune: gemm templates, and configurations timed."""
+    return options.mode in ("max-autotune", "max-autotune-no-cudagraphs")
+
+
 def _distinct_functions(sources: dict[str, kernel_source.KernelSource]) -> list[str]:
     """The source of each distinct kernel function. A kernel whose source is an earlier
     one's but for its name is launched as that one (its `function`): a network's
@@ -121,7 +126,8 @@ class TritonTarget(Target):
 
     def compile(self, module: ir.Module, signature: GraphSignature, options,
                 stages: Stages, cache_key: str | None = None) -> tuple[Callable, int]:
-        pipeline = options.pipeline or self.default_pipeline
+        pipeline = options.pipeline or ("gpu-max-autotune" if _autotuning(options)
+                                        else self.default_pipeline)
         module = stages.run_pipeline(module, "gpu", pipeline)
         kernels = ir.ops_where(module.operation, is_kernel)
         with stages.timed("triton-codegen"):
@@ -161,7 +167,7 @@ class TritonTarget(Target):
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
-        tune = options.mode in ("max-autotune", "max-autotune-no-cudagraphs")
+        tune = _autotuning(options)
         host = _building_kernels(namespace["host"], stages, compile_first, tune)
         # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
         if options.mode in ("reduce-overhead", "max-autotune"):
