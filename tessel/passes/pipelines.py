@@ -117,9 +117,10 @@ register_pipeline(
 )
 
 # Gemm templates cost compile time: on sm_90, Triton builds a tl.dot template in 0.99 s
-# where the GPT-2 block's other kernels take 0.10-0.14 s each (2-core VM), and with
-# one, the block's first call on an H100 went from 1.68 s (below Inductor's 2.00) to 1.98
-# (above its 1.73). So, as Inductor does, only max-autotune builds them.
+# where the GPT-2 block's other kernels take 0.10-0.14 s each (2-core VM). In the full
+# H100 benchmarks, the block's first call was 1.68 s against Inductor's 2.00 without
+# templates and 1.98 against 1.73 with one. So, as Inductor does, only max-autotune
+# builds them.
 register_pipeline(
     "gpu-max-autotune",
     _gpu(templates=True),
