@@ -244,9 +244,9 @@ def test_half_matmul_rounded_by_its_reader_stays_half(tmp_path):
 
 def test_kernel_without_a_triton_form_runs_eagerly_with_a_warning():
     def fn(x):
-        return torch.cumsum(x, 0) * 2  # a scan: no Triton form in tessel yet
+        return torch.cumsum(x, 0) * 2  # a scan of dynamic size: no Triton form in tessel yet
     x = torch.randn(64)
-    compiled = torch.compile(fn, backend="mlir", options={"target": "triton"})
+    compiled = torch.compile(fn, backend="mlir", options={"target": "triton"}, dynamic=True)
     with pytest.warns(UserWarning, match="triton-codegen"):
         torch.testing.assert_close(compiled(x), fn(x))
     assert tessel.stats()["graphs_compiled"] == 0
@@ -884,3 +884,27 @@ def test_a_chain_of_same_shaped_intermediates_reuses_their_buffers(tmp_path):
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
     assert "# reuses buf" in host, host
+
+
+@pytest.mark.parametrize("fn, x", [
+    (lambda x: torch.cumsum(x.exp(), -1) * 2, torch.randn(6, 2500)),            # 3 chunks
+    (lambda x: torch.cumsum(x, 1), torch.randn(3, 40, 5)),                      # middle dim
+    (lambda x: torch.cumprod(1 + x / 10, 0), torch.randn(30, 7)),
+    (lambda x: torch.cumsum((x > 0).long(), -1) - 1, torch.randn(4, 33)),        # position ids
+], ids=["long-rows", "middle-dim", "cumprod", "int64"])
+def test_scans_run_one_program_per_row_in_chunks(fn, x, tmp_path):
+    """tm_tensor.scan (cumsum, cumprod) is a kernel: each program scans one row in
+    chunks with tl.cumsum / tl.cumprod, carrying the total of the chunks before."""
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x), fn(x))
+    assert_compiled()
+    kernels, _ = generated_files(tmp_path / "dump")
+    assert "tl.cumsum(" in kernels or "tl.cumprod(" in kernels
+    assert "carry = " in kernels
+
+
+def test_scan_kernel_compiles_to_ptx_for_sm90(tmp_path):
+    compile_triton(lambda x: torch.cumsum(x, -1), tmp_path / "dump")(torch.randn(16, 3000))
+    kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
+    (name,) = [re.search(r"def (\w+)\(", function).group(1)
+               for function in kernels_file.read_text().split("@triton.jit") if "tl.cumsum(" in function]
+    assert "st.global" in _ptx_for_sm90(kernels_file, name, "*fp32", {"BLOCK": 1024})

@@ -73,6 +73,12 @@ class ChooseGpuBlocksPass(ModulePass):
             tensor_core = str(result_type.element_type) in ("f16", "bf16")
             block = [128, 128, 64] if tensor_core else [64, 64, 32]
             return _dictionary("gemm", block, 8 if tensor_core else 4)
+        if kernel.name == "tm_tensor.scan":
+            # A scan walks its rows in chunks of up to 1024 elements.
+            extent = ir.ShapedType(kernel.operands[0].type).shape[
+                ir.IntegerAttr(kernel.attributes["dimension"]).value]
+            block = min(1024, _next_power_of_two(extent)) if extent > 0 else 1024
+            return _dictionary("scan", [block], _warps(block))
         matmul = next((op for op in kernel_body(kernel) if op.name == "linalg.matmul"), None)
         if matmul is not None:
             return _gemm_template(matmul, self.template_tile)

@@ -728,7 +728,9 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
     forall = next((op for op in body if op.name == "scf.forall"), None)
     _capture_constants(kernel, writer)
     try:
-        if ir.StringAttr(decision["kind"]).value == "gemm_template":
+        if kernel.name == "tm_tensor.scan":
+            grid = _scan_kernel(writer, kernel)
+        elif ir.StringAttr(decision["kind"]).value == "gemm_template":
             block = list(ir.DenseI64ArrayAttr(decision["block"]))
             gemm = _gemm_template(writer, body)
             grid = (-(-gemm[0] // block[0]) * -(-gemm[1] // block[1]),)
@@ -736,7 +738,7 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
                                 writer.results, grid, dict(zip(writer.constants, block)),
                                 num_warps, num_stages=ir.IntegerAttr(decision["num_stages"]).value,
                                 gemm=None if "forced" in decision else gemm)
-        if forall is not None:
+        elif forall is not None:
             grid = _row_kernel(writer, forall, body)
         else:
             writer.channels_last = channels_last
@@ -797,6 +799,65 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         writer.generic(op)
     _store_yielded(writer, body[-1])
     return grid
+
+
+# Scans, by combiner: a chunk's scan, its total, the identity, and how a value merges
+# with the carry of the chunks before.
+_SUM = ("tl.cumsum({x}, axis=0)", "tl.sum({x}, axis=0)", "0", "{carry} + {x}")
+_PRODUCT = ("tl.cumprod({x}, axis=0)", "tl.reduce({x}, 0, _product)", "1", "{carry} * {x}")
+_SCANS = {"arith.addf": _SUM, "arith.addi": _SUM, "arith.mulf": _PRODUCT, "arith.muli": _PRODUCT}
+
+
+def _scan_kernel(writer: _Writer, scan: ir.Operation) -> tuple[int]:
+    """tm_tensor.scan, inclusive (cumsum, cumprod): one program per row along the
+    scanned dim, which it walks in BLOCK-element chunks: each chunk is scanned with
+    tl.cumsum / tl.cumprod and merged with the carry of the chunks before it (one pass
+    over memory, for rows of any length). The carry at the end is the scan's second
+    result, the accumulator."""
+    dim = ir.IntegerAttr(scan.attributes["dimension"]).value
+    if not ir.BoolAttr(scan.attributes["inclusive"]).value:
+        raise UnsupportedKernel(scan.name, "an exclusive scan")
+    block = scan.regions[0].blocks[0]
+    body = [op.operation for op in block.operations]
+    combiner = body[0]
+    if len(body) != 2 or combiner.name not in _SCANS \
+            or set(combiner.operands) != set(block.arguments):
+        raise UnsupportedKernel(scan.name, "a scan whose body is not one add or multiply")
+    source = scan.operands[0]
+    shape = list(ir.RankedTensorType(source.type).shape)
+    if not ir.RankedTensorType(source.type).has_static_shape:
+        raise UnsupportedKernel(scan.name, "a scan of dynamic size")
+    scan_call, total, identity, merge = _SCANS[combiner.name]
+    element = element_name(scan.results[0])
+    identity = _cast_literal(identity, element)
+    rows = [d for d in range(len(shape)) if d != dim]
+    writer.emit("row = tl.program_id(0)")
+    indices = {}
+    for position, d in enumerate(rows):
+        inner = _points([shape[r] for r in rows[position + 1:]])
+        indices[d] = f"((row // {inner}) % {shape[d]})" if inner != 1 else f"(row % {shape[d]})"
+    pointer = writer.input_pointer(source)
+    for result in scan.results:
+        writer.results.append(KernelResult(list(ir.RankedTensorType(result.type).shape),
+                                           element_name(result)))
+    # The accumulator has the rows' dims, in order.
+    bases = [writer.address([f"{name}_stride{d}" for d in range(len(shape))], ["0"] * len(shape),
+                            [indices.get(d, "0") for d in range(len(shape))])
+             for name in (pointer, "out0")]
+    accumulator = writer.address([f"out1_stride{i}" for i in range(len(rows))], ["0"] * len(rows),
+                                 [indices[d] for d in rows])
+    dtype = _TRITON_DTYPES[element]
+    writer.emit(f"carry = tl.full([], {identity}, {dtype})")
+    writer.emit(f"for start in range(0, {shape[dim]}, BLOCK):")
+    writer.emit("    r = start + tl.arange(0, BLOCK)")
+    writer.emit(f"    mask = r < {shape[dim]}")
+    writer.emit(f"    chunk = tl.load({pointer} + {bases[0]} + r * {pointer}_stride{dim}, "
+                f"mask=mask, other={identity})")
+    scanned = merge.format(carry="carry", x=scan_call.format(x="chunk"))
+    writer.emit(f"    tl.store(out0 + {bases[1]} + r * out0_stride{dim}, {scanned}, mask=mask)")
+    writer.emit(f"    carry = {merge.format(carry='carry', x=total.format(x='chunk'))}")
+    writer.emit(f"tl.store(out1 + {accumulator}, carry)")
+    return (_points([shape[d] for d in rows]),)
 
 
 def _store_yielded(writer: _Writer, terminator: ir.Operation) -> None:
