@@ -8,6 +8,8 @@ import io
 
 from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
 from torch_mlir.ir import (
+    AffineMapAttr,
+    ArrayAttr,
     Context,
     DenseI64ArrayAttr,
     Module,
@@ -65,6 +67,22 @@ def operation_of(owner) -> Operation | None:
     if isinstance(owner, OpView):
         return owner.operation
     return owner if isinstance(owner, Operation) else None
+
+
+def indexing_maps(op) -> list:
+    """The indexing maps of a linalg op (generic, matmul, ...), as AffineMaps."""
+    return [AffineMapAttr(m).value for m in ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def sole_cast(generic) -> str | None:
+    """The op name of the one cast (arith.extf, arith.truncf, ...) that the body of the
+    linalg.generic `generic` applies to its first input and yields, else None."""
+    block = generic.regions[0].blocks[0]
+    body = [op.operation for op in block.operations]
+    if len(body) != 2 or len(body[0].operands) != 1 or body[0].operands[0] != block.arguments[0] \
+            or list(body[1].operands) != [body[0].results[0]]:
+        return None
+    return body[0].name
 
 
 def mixed_values(op, attributes: tuple[str, ...], first_operand: int) -> list[list]:

@@ -123,7 +123,7 @@ def _gemm_template(matmul: ir.Operation, forced: str = "") -> ir.Attribute:
     if forced:
         sizes, warps, stages = forced.split("/")
         tile, num_warps, num_stages = [int(t) for t in sizes.split("x")], int(warps), int(stages)
-    elif -(-m // 128) * -(-n // 128) >= 256:
+    elif template_programs(m, n, 128, 128) >= 256:
         tile, num_warps, num_stages = [128, 128, 64], 8, 3
     else:
         tile, num_warps, num_stages = [64, 64, 64], 4, 4
@@ -139,6 +139,11 @@ def template_block(tile: list[int] | tuple[int, ...], m: int, n: int, k: int) ->
     """A gemm template's block sizes for `tile`: no larger than each dim's next power
     of two, nor smaller than 16 (tl.dot's minimum)."""
     return [min(t, max(16, _next_power_of_two(d))) for t, d in zip(tile, (m, n, k))]
+
+
+def template_programs(m: int, n: int, block_m: int, block_n: int) -> int:
+    """A gemm template's grid: one program per BLOCK_M x BLOCK_N output tile."""
+    return -(-m // block_m) * -(-n // block_n)
 
 
 def _warps(block: int) -> int:

@@ -44,7 +44,7 @@ def _bias_add(result: ir.Value, half: ir.Type) -> tuple[ir.Operation, ir.Value, 
     if user is None or user.name != "linalg.generic" or len(user.operands) != 3:
         return None
     rank = ir.RankedTensorType(read.type).rank
-    maps = [ir.AffineMapAttr(m).value for m in user.attributes["indexing_maps"]]
+    maps = ir.indexing_maps(user)
     row = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
     identity = ir.AffineMap.get_identity(rank)
     if user.operands[0] != read or maps != [identity, row, identity]:

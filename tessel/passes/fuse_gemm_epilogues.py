@@ -4,13 +4,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.form_kernels import KERNEL_OPS, kernel_body, kernel_name, sole_generic
+from tessel.passes.choose_gpu_blocks import template_programs
+from tessel.passes.form_kernels import (
+    KERNEL_OPS,
+    kernel_body,
+    kernel_name,
+    sole_generic,
+)
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
-
-
-def _maps(op: ir.Operation) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
 
 
 def _pointwise_over(generic: ir.Operation | None, extents: list[int]) -> bool:
@@ -22,7 +24,8 @@ def _pointwise_over(generic: ir.Operation | None, extents: list[int]) -> bool:
     if any("parallel" not in i for i in iterators) or loop_ranges(generic) != extents:
         return False
     identity = ir.AffineMap.get_identity(len(extents))
-    return all(m == identity for m in _maps(generic)[len(generic.operands) - len(generic.results):])
+    outputs = ir.indexing_maps(generic)[len(generic.operands) - len(generic.results):]
+    return all(m == identity for m in outputs)
 
 
 def _sole_user(value: ir.Value) -> tuple[ir.Operation, int] | None:
@@ -84,7 +87,7 @@ class FuseGemmEpiloguesPass(ModulePass):
         epilogue = user[0] if user and user[0].name == "linalg.generic" else None
         epilogue_kernel = epilogue.parent if epilogue is not None else None
         if sole_generic(epilogue_kernel) != epilogue or not _pointwise_over(epilogue, extents) \
-                or _maps(epilogue)[user[1]] != ir.AffineMap.get_identity(2):
+                or ir.indexing_maps(epilogue)[user[1]] != ir.AffineMap.get_identity(2):
             return
         init_kernel = ir.operation_of(matmul.operands[2].owner)
         prologue = sole_generic(init_kernel)
@@ -103,7 +106,7 @@ class FuseGemmEpiloguesPass(ModulePass):
             return False
         m, n, k = loop_ranges(matmul)
         return (m * n * k <= self.max_multiply_adds
-                and -(-m // 64) * -(-n // 64) >= self.min_output_tiles)
+                and template_programs(m, n, 64, 64) >= self.min_output_tiles)
 
 
 def _fuse(call: ir.Operation, matmul: ir.Operation, epilogue_kernel: ir.Operation,

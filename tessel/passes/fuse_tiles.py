@@ -53,7 +53,7 @@ class FusionGroup:
 
 
 def _node(op: ir.Operation, op_id: int) -> _Node:
-    maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+    maps = ir.indexing_maps(op)
     if "iterator_types" in op.attributes:
         parallel = ["parallel" in str(a) for a in op.attributes["iterator_types"]]
     else:  # named matmul / batch_matmul: the last loop dim is the reduction

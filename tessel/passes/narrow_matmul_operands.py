@@ -20,13 +20,9 @@ def widened_from(value: ir.Value) -> ir.Value | None:
     generic = owner.operation
     if len(generic.operands) != 2 or len(generic.results) != 1:
         return None
-    maps = [ir.AffineMapAttr(m).value for m in generic.attributes["indexing_maps"]]
-    if not all(m == ir.AffineMap.get_identity(m.n_dims) for m in maps):
-        return None
-    body = [op.operation for op in generic.regions[0].blocks[0].operations]
-    if len(body) != 2 or body[0].name != "arith.extf" \
-            or body[0].operands[0] != generic.regions[0].blocks[0].arguments[0] \
-            or body[1].operands[0] != body[0].results[0]:
+    maps = ir.indexing_maps(generic)
+    if not all(m == ir.AffineMap.get_identity(m.n_dims) for m in maps) \
+            or ir.sole_cast(generic) != "arith.extf":
         return None
     return generic.operands[0]
 

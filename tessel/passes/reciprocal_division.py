@@ -9,7 +9,7 @@ from tessel.passes.registry import ModulePass, register
 
 def _innermost_invariant_arguments(generic: ir.Operation) -> set[int]:
     """Block argument numbers whose operand does not vary along the innermost loop."""
-    maps = [ir.AffineMapAttr(m).value for m in generic.attributes["indexing_maps"]]
+    maps = ir.indexing_maps(generic)
     innermost = maps[0].n_dims - 1
     invariant = set()
     for number, affine_map in enumerate(maps):

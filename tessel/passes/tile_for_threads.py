@@ -15,7 +15,7 @@ MARK = "tessel.tile_for_threads"
 def loop_ranges(generic: ir.Operation) -> list[int | None]:
     """Static trip count of each loop dim of a linalg op on tensors (None: dynamic),
     read from the operand shapes through the indexing maps."""
-    maps = [ir.AffineMapAttr(a).value for a in generic.attributes["indexing_maps"]]
+    maps = ir.indexing_maps(generic)
     ranges: list[int | None] = [None] * maps[0].n_dims
     for operand, affine_map in zip(generic.operands, maps):
         if not isinstance(operand.type, ir.ShapedType):

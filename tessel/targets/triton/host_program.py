@@ -184,12 +184,8 @@ def _row_bias(value: ir.Value) -> ir.Value | None:
     generic = sole_generic(ir.operation_of(value.owner))
     if generic is None or len(list(value.uses)) != 1 or len(generic.operands) != 2:
         return None
-    maps = [str(ir.AffineMapAttr(m).value) for m in generic.attributes["indexing_maps"]]
-    if maps != ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"]:
-        return None
-    block = generic.regions[0].blocks[0]
-    steps = [op.operation for op in block.operations]
-    if len(steps) != 2 or steps[0].name != "arith.extf" or steps[0].operands[0] != block.arguments[0]:
+    maps = [str(m) for m in ir.indexing_maps(generic)]
+    if maps != ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"] or ir.sole_cast(generic) != "arith.extf":
         return None
     return generic.operands[0]
 
@@ -356,12 +352,10 @@ class _HostWriter:
         if generic is None or len(op.results) != 1 or len(generic.operands) != 2:
             return None
         source = generic.operands[0]
-        maps = [ir.AffineMapAttr(m).value for m in generic.attributes["indexing_maps"]]
+        maps = ir.indexing_maps(generic)
         same_element = maps[0].is_permutation and str(maps[0]) == str(maps[1])
-        block = generic.regions[0].blocks[0]
-        steps = [inner.operation for inner in block.operations]
-        if (source not in self.narrowed or not same_element or len(steps) != 2
-                or steps[0].name != "arith.truncf" or steps[0].operands[0] != block.arguments[0]
+        if (source not in self.narrowed or not same_element
+                or ir.sole_cast(generic) != "arith.truncf"
                 or ir.ShapedType(source.type).shape != ir.ShapedType(op.results[0].type).shape):
             return None
         return source
@@ -634,8 +628,7 @@ def _reusing_buffers(body: list[str]) -> list[str]:
     A buffer's memory is read through its name and through every name assigned from an
     expression that mentions it (views, slices, outputs; not library calls and copies,
     which return new memory), taken transitively; it is free after the last line that
-    mentions any of them. Outputs are
-    never freed. One stream runs a call's launches in order, so a kernel that writes the
+    mentions any of them. Outputs are never freed. One stream runs a call's launches in order, so a kernel that writes the
     reused memory runs after every kernel that read it before.
 
     Memory is reused only when nothing is allocated between its last read and the new
@@ -659,21 +652,23 @@ def _reusing_buffers(body: list[str]) -> list[str]:
         for name in _HOLDER.findall(line):
             for allocation in memory.get(name, ()):
                 last_read[allocation] = index
-    # Lines that may allocate: every assignment to a buffer name that is not itself a
-    # planned reuse (views too, conservatively: a reshape may copy).
-    allocating = [bool(_HOLDER.fullmatch(line.partition(" = ")[0])) for line in body]
-    planned, reused = [], set()
+    dead_after: dict[int, list[str]] = {}
+    for allocation, index in last_read.items():
+        dead_after.setdefault(index, []).append(allocation)
+    planned = []
+    free: list[str] = []  # allocations no longer read, and nothing allocated since
     for index, line in enumerate(body):
         allocation = _ALLOCATION.match(line)
-        free = [earlier for earlier, last in last_read.items()
-                if last < index and earlier not in reused and allocation
-                and signature.get(earlier) == allocation.group(2)
-                and not any(allocating[last + 1:index])] if allocation else []
-        if free:
-            reused.add(free[0])
-            allocating[index] = False
-            line = f"{allocation.group(1)} = {free[0]}  # reuses {free[0]}'s memory"
+        reusable = [f for f in free if allocation and signature[f] == allocation.group(2)]
+        if reusable:
+            free.remove(reusable[0])
+            line = f"{allocation.group(1)} = {reusable[0]}  # reuses {reusable[0]}'s memory"
+        elif _HOLDER.fullmatch(line.partition(" = ")[0]):
+            # Any other assignment to a buffer name may allocate (views too,
+            # conservatively: a reshape may copy).
+            free.clear()
         planned.append(line)
+        free += dead_after.get(index, [])
     return planned
 
 

@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from tessel import ir
+from tessel.passes.choose_gpu_blocks import template_programs
 from tessel.passes.form_kernels import kernel_body, kernel_name, sole_generic
 from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
@@ -196,10 +197,6 @@ def scalar_literal(attribute: ir.Attribute) -> str:
     if isinstance(attribute, ir.DenseElementsAttr) and attribute.is_splat:
         return scalar_literal(attribute.get_splat_value())
     raise UnsupportedKernel("arith.constant", f"constant {attribute} is not a scalar")
-
-
-def _maps(generic: ir.Operation) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(generic.attributes["indexing_maps"])]
 
 
 def _reduction_dims(generic: ir.Operation) -> set[int]:
@@ -396,7 +393,7 @@ class _Writer:
             self.window_reduction(op, domain, window)
             return
         indices, kind = self.local_indices(domain)
-        maps = _maps(op)
+        maps = ir.indexing_maps(op)
         block = op.regions[0].blocks[0]
         n_inputs = len(op.operands) - len(op.results)
         body_ops = [o.operation for o in block.operations]
@@ -467,7 +464,7 @@ class _Writer:
         reduced = self.fresh()
         self.emit(f"{reduced} = {reduce_call.format(x=row)}")
         n_inputs = len(op.operands) - 1
-        init, _ = self.read(op.operands[n_inputs], _maps(op)[n_inputs],
+        init, _ = self.read(op.operands[n_inputs], ir.indexing_maps(op)[n_inputs],
                             ["0"] * len(loop_ranges(op)), "scalar")
         result = self.fresh()
         self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
@@ -485,7 +482,7 @@ class _Writer:
                                     f"{[len(w) for w in window]} per point")
         outputs = [1 if d in reductions else size for d, size in enumerate(domain)]
         indices, kind = self.local_indices(outputs)
-        maps = _maps(op)
+        maps = ir.indexing_maps(op)
         block = op.regions[0].blocks[0]
         n_inputs = len(op.operands) - 1
         body_ops = [o.operation for o in block.operations]
@@ -733,7 +730,7 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
         elif ir.StringAttr(decision["kind"]).value == "gemm_template":
             block = list(ir.DenseI64ArrayAttr(decision["block"]))
             gemm = _gemm_template(writer, body)
-            grid = (-(-gemm[0] // block[0]) * -(-gemm[1] // block[1]),)
+            grid = (template_programs(gemm[0], gemm[1], block[0], block[1]),)
             return KernelSource(writer.name, _function_source(writer), writer.inputs,
                                 writer.results, grid, dict(zip(writer.constants, block)),
                                 num_warps, num_stages=ir.IntegerAttr(decision["num_stages"]).value,
@@ -751,7 +748,7 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
 
 def _loop_extent(generic: ir.Operation, dim: int) -> sizes.Extent:
     """The extent of loop `dim` of `generic`, from an operand that it indexes plainly."""
-    for operand, affine_map in zip(generic.operands, _maps(generic)):
+    for operand, affine_map in zip(generic.operands, ir.indexing_maps(generic)):
         for position, expr in enumerate(affine_map.results):
             if isinstance(expr, ir.AffineDimExpr) and expr.position == dim:
                 return sizes.extent(operand, position)
@@ -909,7 +906,7 @@ def _gemm_template(writer: _Writer, body: list[ir.Operation]) -> tuple[int, int,
     else:
         # f32 + (a broadcast tile or literal of any float type): an f32 tile.
         writer.emit(f"acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32) + {init}")
-    a_map, b_map, _ = _maps(matmul)
+    a_map, b_map, _ = ir.indexing_maps(matmul)
     element = element_name(matmul.operands[0])
     writer.emit(f"for k in range(0, {k}, BLOCK_K):")
     writer.emit("    rk = k + tl.arange(0, BLOCK_K)")

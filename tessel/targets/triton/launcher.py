@@ -25,6 +25,8 @@ import torch
 import triton
 from triton.runtime import driver
 
+from tessel.passes.choose_gpu_blocks import template_programs
+
 try:  # Triton 3.4 and later: compiles that JIT warm-ups start go to an executor
     from triton.runtime._async_compile import AsyncCompileMode
 except ImportError:
@@ -119,24 +121,20 @@ class KernelLauncher:
         self.grid = grid
         self.sizes = sizes
         self.grid_xyz = None if sizes else tuple(grid) + (1,) * (3 - len(grid))
-        # `block`: the kernel's BLOCK, or its constexpr block sizes by name (a gemm
-        # template's BLOCK_M, BLOCK_N and BLOCK_K), in the order of its parameters.
-        self.block = block
-        self.constants = block if isinstance(block, dict) else {"BLOCK": block}
-        self.num_warps = num_warps
-        # Software-pipelining stages of a gemm template's K loop; Triton's default if None.
-        self.num_stages = num_stages
-        self.compiled = None
+        self.configure(block, num_warps, num_stages)
 
     def configure(self, block: int | dict[str, int], num_warps: int,
                   num_stages: int | None) -> None:
-        """Launch with another configuration from now on (autotuning's choice)."""
+        """Launch with this configuration from now on (also autotuning's choice).
+        `block` is the kernel's BLOCK, or its constexpr block sizes by name (a gemm
+        template's BLOCK_M, BLOCK_N and BLOCK_K), in the order of its parameters;
+        `num_stages` pipelines a gemm template's K loop (Triton's default if None)."""
         self.block = block
         self.constants = block if isinstance(block, dict) else {"BLOCK": block}
         self.num_warps, self.num_stages, self.compiled = num_warps, num_stages, None
         if self.gemm is not None:
             m, n, _ = self.gemm
-            self.grid = (-(-m // block["BLOCK_M"]) * -(-n // block["BLOCK_N"]),)
+            self.grid = (template_programs(m, n, block["BLOCK_M"], block["BLOCK_N"]),)
             self.grid_xyz = self.grid + (1, 1)
 
     def variant(self, block: int | dict[str, int], num_warps: int,
