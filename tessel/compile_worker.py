@@ -6,6 +6,9 @@ module as base64 MLIR bytecode (locations included); the worker answers {"ok": t
 "ir": bytecode} or {"ok": false, "error": message, "pass": name}.
 It imports no torch, so it starts in well under a second, and it lives as long as
 the parent uses it. Run as `python -m tessel.compile_worker`.
+
+`WorkerProcess`, the parent's side of that exchange of JSON lines, also drives the
+Triton target's kernel compile workers (targets/triton/compile_pool.py).
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ class WorkerCrash(RuntimeError):
     """The worker died or timed out; the message says how, with its last stderr lines."""
 
 
-class CompileWorker:
-    """The parent's handle on one worker process (started on first use, restarted
-    after a crash). Requests are serialized: one pipeline at a time."""
+class WorkerProcess:
+    """The parent's handle on one worker process, `python -m <module>`, that answers
+    each JSON line on its stdin with one on its stdout (started on first use, restarted
+    after a crash). Requests are serialized: one at a time."""
 
-    def __init__(self):
+    def __init__(self, module: str):
+        self.module = module
         self._process: subprocess.Popen | None = None
         self._stderr = None
         self._lock = threading.Lock()
@@ -42,7 +47,7 @@ class CompileWorker:
         self._stderr = tempfile.TemporaryFile()
         environment = dict(os.environ, PYTHONUNBUFFERED="1")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tessel.compile_worker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", self.module], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._stderr, env=environment)
 
     def start(self) -> None:
@@ -51,17 +56,14 @@ class CompileWorker:
             if self._process is None or self._process.poll() is not None:
                 self._start()
 
-    def run(self, bytecode: bytes, pipeline: str, timeout_s: float) -> bytes:
-        """The IR (bytecode) after `pipeline`; raises PipelineError (a pass failed) or
-        WorkerCrash."""
+    def request(self, request: dict, timeout_s: float) -> dict:
+        """The worker's answer to `request`; raises WorkerCrash."""
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._start()
-            request = json.dumps({"ir": base64.b64encode(bytecode).decode(),
-                                  "pipeline": pipeline}) + "\n"
             timed_out = False
             try:
-                self._process.stdin.write(request.encode())
+                self._process.stdin.write((json.dumps(request) + "\n").encode())
                 self._process.stdin.flush()
                 ready, _, _ = select.select([self._process.stdout], [], [], timeout_s)
                 timed_out = not ready
@@ -70,10 +72,7 @@ class CompileWorker:
                 line = b""
             if not line:
                 raise self._crash(timed_out)
-        answer = json.loads(line)
-        if not answer["ok"]:
-            raise PipelineError(answer["error"], answer.get("pass"))
-        return base64.b64decode(answer["ir"])
+        return json.loads(line)
 
     def close(self) -> None:
         """Stop the worker (it also exits by itself when this process closes its stdin)."""
@@ -106,7 +105,7 @@ class CompileWorker:
         return WorkerCrash(f"compile worker {how}" + (f": {details}" if details else ""))
 
 
-_worker = CompileWorker()
+_worker = WorkerProcess("tessel.compile_worker")
 atexit.register(_worker.close)
 
 
@@ -115,7 +114,13 @@ def start_worker() -> None:
 
 
 def run_in_worker(bytecode: bytes, pipeline: str, timeout_s: float = 600.0) -> bytes:
-    return _worker.run(bytecode, pipeline, timeout_s)
+    """The IR (bytecode) after `pipeline`, run by the worker; raises PipelineError (a
+    pass failed) or WorkerCrash."""
+    answer = _worker.request({"ir": base64.b64encode(bytecode).decode(),
+                              "pipeline": pipeline}, timeout_s)
+    if not answer["ok"]:
+        raise PipelineError(answer["error"], answer.get("pass"))
+    return base64.b64decode(answer["ir"])
 
 
 def _serve() -> None:

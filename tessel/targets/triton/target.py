@@ -12,7 +12,6 @@ tessel's whole compile, and Triton's own on-disk cache supplies the kernel binar
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 from typing import Callable, ClassVar
@@ -27,7 +26,7 @@ from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import is_kernel
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
-from tessel.targets.triton import autotune, host_program, kernel_source
+from tessel.targets.triton import autotune, compile_pool, host_program, kernel_source
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
 from tessel.targets.triton.launcher import (
@@ -45,15 +44,12 @@ def cache_dir() -> Path:
 
 
 def _load_kernels(source: str):
-    """Import the generated kernels module (Triton reads @triton.jit sources from files)."""
+    """Import the generated kernels module from a file named by its content."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     path = cache_dir() / f"kernels_{digest}.py"
     if not path.exists():
         graph_cache.write_atomically(path, source)
-    spec = importlib.util.spec_from_file_location(f"tessel_triton_{digest}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return compile_pool.load_kernels(path)
 
 
 def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
@@ -128,6 +124,8 @@ class TritonTarget(Target):
                 stages: Stages, cache_key: str | None = None) -> tuple[Callable, int]:
         pipeline = options.pipeline or ("gpu-max-autotune" if _autotuning(options)
                                         else self.default_pipeline)
+        if not interpreting():
+            compile_pool.shared_pool()  # its workers start while the pipeline runs
         module = stages.run_pipeline(module, "gpu", pipeline)
         kernels = ir.ops_where(module.operation, is_kernel)
         with stages.timed("triton-codegen"):

@@ -1,0 +1,203 @@
+"""Triton kernel compiles on a pool of worker processes.
+
+Triton's front end (Python AST to TTIR) holds the GIL, so threads overlap only its
+native stages, and processes overlap all of it. Measured on the H100 machine (16 cores,
+triton 3.6, 2026-11-22; benchmarks/parallel_compile.py on densenet121's 186 distinct
+kernels): 16.8 s one by one, 7.6 s on 16 threads, 3.6 s on 16 processes with their
+start counted in.
+
+A worker compiles a kernel into Triton's on-disk cache and returns nothing. The parent
+then compiles the same specialization itself, through the JIT, and finds the binary in
+the cache. Only the kernels module's path and each launch's specialization cross the
+process boundary, in the JSON form that the JIT hands its cache hook and that
+`JITFunction.preload` reads. The parent's compile stays the one of record: a kernel
+that a worker fails to compile is compiled again in the parent, which reports the error
+as it would without a pool.
+
+A worker is a process of its own, `python -m tessel.targets.triton.compile_pool`,
+started like the pass-pipeline worker (compile_worker.py), not by multiprocessing: a
+spawned child would first re-run the user's script, which need not guard its top level
+with `if __name__ == "__main__"`. It has no GPU context: it imports Triton but not
+torch, and compiles through a driver that reports the parent's device and target and
+launches nothing. The pool starts when the Triton target starts compiling a graph, so
+the workers import Triton while the pass pipeline runs.
+
+TESSEL_COMPILE_PROCESSES sets the number of workers (default: one per core, at most
+32); 0 compiles on threads of the parent only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib.util
+import json
+import logging
+import os
+import queue
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.runtime.driver import driver
+
+from tessel.compile_worker import WorkerCrash, WorkerProcess
+
+log = logging.getLogger(__name__)
+
+# A kernel's compile takes seconds; a worker silent for this long is stopped.
+_COMPILE_TIMEOUT_S = 300.0
+
+
+def worker_count() -> int:
+    """TESSEL_COMPILE_PROCESSES, or one worker per core (at most 32)."""
+    setting = os.environ.get("TESSEL_COMPILE_PROCESSES")
+    if setting is None:
+        return min(os.cpu_count() or 1, 32)
+    try:
+        return max(int(setting), 0)
+    except ValueError:
+        raise ValueError(f"tessel: TESSEL_COMPILE_PROCESSES={setting!r} is not a number of "
+                         "processes (0 compiles on threads only)") from None
+
+
+def load_kernels(path: Path):
+    """Import a generated kernels module from its file (Triton reads @triton.jit sources
+    from files), under a name that its content's digest in the file name makes unique:
+    the parent and the workers give the JIT the same function, with the same cache key."""
+    spec = importlib.util.spec_from_file_location(f"tessel_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class CompileOnlyDriver:
+    """What Triton's JIT asks of its driver to compile a specialization (the device
+    index, its target), with no GPU behind it: a worker compiles, never launches."""
+
+    def __init__(self, device: int, target):
+        self.device, self.target = device, target
+
+    def get_current_device(self) -> int:
+        return self.device
+
+    def get_current_target(self):
+        return self.target
+
+    def get_current_stream(self, device: int) -> int:
+        return 0
+
+
+def specializations(launches) -> list[tuple[object, str]]:
+    """(kernel, specialization JSON) of each distinct kernel compile that `launches`
+    (launchers with their arguments) need, from the JIT's cache hook, which sees each
+    compile before it happens and here cancels it."""
+    found: dict[str, object] = {}
+    kernel = None
+
+    def record(*, compile, **_) -> bool:
+        found.setdefault(compile["specialization_data"], kernel)
+        return True  # compile nothing now
+
+    knobs = triton.knobs.runtime
+    previous, knobs.jit_cache_hook = knobs.jit_cache_hook, record
+    try:
+        for launcher, args in launches:
+            kernel = launcher.kernel
+            launcher.warm_up(args)
+    finally:
+        knobs.jit_cache_hook = previous
+    return [(kernel, data) for data, kernel in found.items()]
+
+
+class CompilePool:
+    """Worker processes that compile kernels into Triton's on-disk cache."""
+
+    def __init__(self, workers: int):
+        self.workers = [WorkerProcess("tessel.targets.triton.compile_pool")
+                        for _ in range(workers)]
+        self._idle: queue.SimpleQueue[WorkerProcess] = queue.SimpleQueue()
+        for worker in self.workers:
+            self._idle.put(worker)
+
+    def start(self) -> None:
+        """Start every worker now, without waiting for them."""
+        for worker in self.workers:
+            worker.start()
+
+    def compile(self, launches) -> int:
+        """Compile the kernels that `launches` need into Triton's cache, on the workers;
+        the number of compiles that failed (the parent compiles those again)."""
+        device = driver.active.get_current_device()
+        target = driver.active.get_current_target()
+        requests = [{"path": kernel.fn.__code__.co_filename, "function": kernel.__name__,
+                     "specialization": data, "device": device,
+                     "target": [target.backend, target.arch, target.warp_size],
+                     "cache_dir": triton.knobs.cache.dir}
+                    for kernel, data in specializations(launches)]
+        with ThreadPoolExecutor(len(self.workers)) as threads:
+            errors = [error for error in threads.map(self._compile_on_idle_worker, requests)
+                      if error]
+        for error in errors[:1]:
+            log.debug("tessel: %d of %d kernel compiles failed in the workers; the parent "
+                      "compiles them again. The first: %s", len(errors), len(requests), error)
+        return len(errors)
+
+    def _compile_on_idle_worker(self, request: dict) -> str | None:
+        worker = self._idle.get()
+        try:
+            answer = worker.request(request, _COMPILE_TIMEOUT_S)
+            return None if answer["ok"] else answer["error"]
+        except WorkerCrash as crash:
+            return str(crash)
+        finally:
+            self._idle.put(worker)
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+
+_pool: CompilePool | None = None
+
+
+def shared_pool() -> CompilePool | None:
+    """The process's pool, its workers started on first use; None with
+    TESSEL_COMPILE_PROCESSES=0."""
+    global _pool
+    if _pool is None and worker_count() > 0:
+        _pool = CompilePool(worker_count())
+        _pool.start()
+        atexit.register(_pool.close)
+    return _pool
+
+
+@functools.cache
+def _kernels_module(path: str):
+    return load_kernels(Path(path))
+
+
+def _compile(request: dict) -> None:
+    triton.knobs.cache.dir = request["cache_dir"]
+    driver.set_active(CompileOnlyDriver(request["device"], GPUTarget(*request["target"])))
+    kernel = getattr(_kernels_module(request["path"]), request["function"])
+    kernel.preload(request["specialization"])
+
+
+def _serve() -> None:
+    import triton.compiler.compiler  # noqa: F401 -- the compiler's stages, before a request
+
+    for line in sys.stdin:
+        try:
+            _compile(json.loads(line))
+            answer = {"ok": True}
+        except Exception as error:  # noqa: BLE001 -- any failure: the parent compiles it
+            answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _serve()
