@@ -2,16 +2,19 @@
 
 from tessel.counters import reset_stats, stats
 from tessel.options import list_options
-from tessel.passes.registry import ModulePass, register as register_pass, register_pipeline
 
 __all__ = ["ModulePass", "explain", "list_options", "register_pass", "register_pipeline",
            "reset_stats", "stats"]
 
 
 def __getattr__(name: str):
-    # `explain` needs torch; importing it lazily keeps torch out of the compile worker,
-    # which imports this package and must start fast.
+    # `explain` needs torch, and the pass registry MLIR's bindings: importing them lazily
+    # keeps both out of the Triton target's kernel compile workers, which import this
+    # package and must start fast.
     if name == "explain":
         from tessel.explain import explain  # noqa: PLC0415
         return explain
+    if name in ("ModulePass", "register_pass", "register_pipeline"):
+        from tessel.passes import registry  # noqa: PLC0415
+        return getattr(registry, "register" if name == "register_pass" else name)
     raise AttributeError(f"module 'tessel' has no attribute {name!r}")

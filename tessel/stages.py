@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Callable
 
 from tessel import counters, ir
-from tessel.compile_worker import WorkerCrash, run_in_worker
+from tessel.compile_worker import run_in_worker
 from tessel.dump import GraphDump
 from tessel.passes.pipeline import PipelineError, canonical_text, run_pipeline, runs_anywhere
+from tessel.worker_process import WorkerCrash
 
 
 class CompileFailure(Exception):

@@ -17,9 +17,10 @@ as it would without a pool.
 A worker is a process of its own, `python -m tessel.targets.triton.compile_pool`,
 started like the pass-pipeline worker (compile_worker.py), not by multiprocessing: a
 spawned child would first re-run the user's script, which need not guard its top level
-with `if __name__ == "__main__"`. It has no GPU context: it imports Triton but not
-torch, and compiles through a driver that reports the parent's device and target and
-launches nothing. The pool starts when the Triton target starts compiling a graph, so
+with `if __name__ == "__main__"`. It has no GPU context: it imports Triton but neither
+torch nor MLIR's bindings, and compiles through a driver that reports the parent's
+device and target and launches nothing. It runs at a lower priority (nice 10): while it
+starts, the parent's pass pipeline, which it will wait for, comes first. The pool starts when the Triton target starts compiling a graph, so
 the workers import Triton while the pass pipeline runs.
 
 TESSEL_COMPILE_PROCESSES sets the number of workers (default: one per core, at most
@@ -43,7 +44,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver
 
-from tessel.compile_worker import WorkerCrash, WorkerProcess
+from tessel.worker_process import WorkerCrash, WorkerProcess
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,8 @@ def _compile(request: dict) -> None:
 
 
 def _serve() -> None:
+    # While the workers start, the parent runs the pass pipeline, which they wait for.
+    os.nice(10)
     import triton.compiler.compiler  # noqa: F401 -- the compiler's stages, before a request
 
     for line in sys.stdin:
