@@ -23,41 +23,72 @@ class WorkerCrash(RuntimeError):
 class WorkerProcess:
     """The parent's handle on one worker process, `python -m <module>`, that answers
     each JSON line on its stdin with one on its stdout (started on first use, restarted
-    after a crash). Requests are serialized: one at a time."""
+    after a crash). Requests are serialized: one at a time.
 
-    def __init__(self, module: str):
+    A worker that `announces_ready` first writes a line of its own, {"ready": true},
+    once it has started; `ready` tells whether that line has come."""
+
+    def __init__(self, module: str, environment: dict[str, str] | None = None,
+                 announces_ready: bool = False):
         self.module = module
+        self.environment = environment or {}
+        self.announces_ready = announces_ready
         self._process: subprocess.Popen | None = None
         self._stderr = None
+        self._announced = False
         self._lock = threading.Lock()
 
     def _start(self) -> None:
         self._stderr = tempfile.TemporaryFile()
-        environment = dict(os.environ, PYTHONUNBUFFERED="1")
+        environment = dict(os.environ, PYTHONUNBUFFERED="1", **self.environment)
         self._process = subprocess.Popen(
             [sys.executable, "-m", self.module], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._stderr, env=environment)
+        self._announced = not self.announces_ready
+
+    def _ensure_running(self) -> None:
+        if self._process is None or self._process.poll() is not None:
+            self._start()
 
     def start(self) -> None:
         """Start the process now, if it is not running, without waiting for it."""
         with self._lock:
-            if self._process is None or self._process.poll() is not None:
-                self._start()
+            self._ensure_running()
+
+    def _read_line(self, timeout_s: float) -> tuple[bytes, bool]:
+        """The worker's next line (empty if it died or `timeout_s` passed), and whether
+        the time ran out."""
+        ready, _, _ = select.select([self._process.stdout], [], [], timeout_s)
+        return (self._process.stdout.readline() if ready else b""), not ready
+
+    def ready(self, timeout_s: float) -> bool:
+        """Whether the worker has announced that it started, waiting up to `timeout_s`;
+        raises WorkerCrash if it is not running (its next request restarts it)."""
+        with self._lock:
+            if self._process is None:
+                raise WorkerCrash("compile worker not started")
+            if not self._announced:
+                line, timed_out = self._read_line(timeout_s)
+                if not line and not timed_out:
+                    raise self._crash(timed_out)
+                self._announced = bool(line)
+            return self._announced
 
     def request(self, request: dict, timeout_s: float) -> dict:
         """The worker's answer to `request`; raises WorkerCrash."""
         with self._lock:
-            if self._process is None or self._process.poll() is not None:
-                self._start()
-            timed_out = False
+            self._ensure_running()
+            if not self._announced:  # read it first: one line in flight at a time
+                line, timed_out = self._read_line(timeout_s)
+                if not line:
+                    raise self._crash(timed_out)
+                self._announced = True
             try:
                 self._process.stdin.write((json.dumps(request) + "\n").encode())
                 self._process.stdin.flush()
-                ready, _, _ = select.select([self._process.stdout], [], [], timeout_s)
-                timed_out = not ready
-                line = self._process.stdout.readline() if ready else b""
+                line, timed_out = self._read_line(timeout_s)
             except BrokenPipeError:
-                line = b""
+                line, timed_out = b"", False
             if not line:
                 raise self._crash(timed_out)
         return json.loads(line)

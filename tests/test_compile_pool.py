@@ -52,7 +52,7 @@ kernels = compile_pool.load_kernels(directory / "kernels_test.py")
 
 
 def binaries():
-    return sorted(Path(triton.knobs.cache.dir).rglob("*.cubin"))
+    return sorted(Path(triton.knobs.cache.dir).rglob("add_one.cubin"))
 
 
 launcher = KernelLauncher(kernels.add_one, (4,), 128, num_warps=4)
@@ -61,8 +61,10 @@ x, y = torch.zeros(512), torch.zeros(512)
 # repeated launch needs no compile of its own.
 launches = [(launcher, (x, y, 500)), (launcher, (x, y, 512)), (launcher, (x, y, 500))]
 assert len(compile_pool.specializations(launches)) == 2
-pool = compile_pool.CompilePool(2)
-assert pool.compile(launches) == 0
+pool = compile_pool.CompilePool(2, GPUTarget("cuda", 90, 32))
+pool.start()
+assert all(worker.ready(120) for worker in pool.workers)
+assert pool.compile(launches, parent_threads=0) == 0
 compiled_by_workers = binaries()
 assert len(compiled_by_workers) == 2, compiled_by_workers
 for launcher_, args in launches:
@@ -70,12 +72,16 @@ for launcher_, args in launches:
 assert binaries() == compiled_by_workers, "the parent compiled a kernel again"
 
 broken = KernelLauncher(kernels.broken, (1,), 128, num_warps=4)
-assert pool.compile([(broken, (x,))]) == 1
+assert pool.compile([(broken, (x,))], parent_threads=0) == 1
 try:
     broken.warm_up((x,))
     raise AssertionError("the parent compiled a broken kernel")
 except CompilationError as error:
     assert "undefined_name" in str(error)
+# The parent's own thread takes kernels too, alongside the workers.
+launcher.configure(256, 4, None)
+assert pool.compile([(launcher, (x, y, 500))], parent_threads=1) == 0
+assert len(binaries()) == 3
 pool.close()
 print("checked")
 """

@@ -41,7 +41,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import triton
+import triton.language as tl
 from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 from triton.runtime.driver import driver
 
 from tessel.worker_process import WorkerCrash, WorkerProcess
@@ -91,70 +93,95 @@ class CompileOnlyDriver:
         return 0
 
 
-def specializations(launches) -> list[tuple[object, str]]:
-    """(kernel, specialization JSON) of each distinct kernel compile that `launches`
-    (launchers with their arguments) need, from the JIT's cache hook, which sees each
-    compile before it happens and here cancels it."""
-    found: dict[str, object] = {}
-    kernel = None
+def specializations(launches) -> list[tuple[object, str, object, tuple]]:
+    """(kernel, specialization JSON, launcher, arguments) of each distinct kernel
+    compile that `launches` (launchers with their arguments) need, from the JIT's cache
+    hook, which sees each compile before it happens and here cancels it."""
+    found: dict[str, tuple] = {}
+    launch = None
 
     def record(*, compile, **_) -> bool:
-        found.setdefault(compile["specialization_data"], kernel)
+        found.setdefault(compile["specialization_data"], launch)
         return True  # compile nothing now
 
     knobs = triton.knobs.runtime
     previous, knobs.jit_cache_hook = knobs.jit_cache_hook, record
     try:
-        for launcher, args in launches:
-            kernel = launcher.kernel
-            launcher.warm_up(args)
+        for launch in launches:
+            launch[0].warm_up(launch[1])
     finally:
         knobs.jit_cache_hook = previous
-    return [(kernel, data) for data, kernel in found.items()]
+    return [(launcher.kernel, data, launcher, args)
+            for data, (launcher, args) in found.items()]
 
 
 class CompilePool:
-    """Worker processes that compile kernels into Triton's on-disk cache."""
+    """Worker processes that compile kernels for `target` into Triton's on-disk cache."""
 
-    def __init__(self, workers: int):
-        self.workers = [WorkerProcess("tessel.targets.triton.compile_pool")
-                        for _ in range(workers)]
-        self._idle: queue.SimpleQueue[WorkerProcess] = queue.SimpleQueue()
-        for worker in self.workers:
-            self._idle.put(worker)
+    def __init__(self, workers: int, target):
+        # A worker compiles a first kernel for the target while it starts.
+        environment = {"TESSEL_COMPILE_TARGET": json.dumps(
+            [target.backend, target.arch, target.warp_size])}
+        self.workers = [WorkerProcess("tessel.targets.triton.compile_pool", environment,
+                                      announces_ready=True) for _ in range(workers)]
 
     def start(self) -> None:
         """Start every worker now, without waiting for them."""
         for worker in self.workers:
             worker.start()
 
-    def compile(self, launches) -> int:
-        """Compile the kernels that `launches` need into Triton's cache, on the workers;
-        the number of compiles that failed (the parent compiles those again)."""
+    def compile(self, launches, parent_threads: int = 1) -> int:
+        """Compile the kernels that `launches` need into Triton's cache; the number of
+        compiles that failed (the parent's JIT compiles those again, and reports them).
+        Each worker takes kernels once it has started; until then, and alongside,
+        `parent_threads` threads of the parent compile them too, so that a pool still
+        starting does not hold the compile up."""
         device = driver.active.get_current_device()
-        target = driver.active.get_current_target()
-        requests = [{"path": kernel.fn.__code__.co_filename, "function": kernel.__name__,
-                     "specialization": data, "device": device,
-                     "target": [target.backend, target.arch, target.warp_size],
-                     "cache_dir": triton.knobs.cache.dir}
-                    for kernel, data in specializations(launches)]
-        with ThreadPoolExecutor(len(self.workers)) as threads:
-            errors = [error for error in threads.map(self._compile_on_idle_worker, requests)
-                      if error]
-        for error in errors[:1]:
-            log.debug("tessel: %d of %d kernel compiles failed in the workers; the parent "
-                      "compiles them again. The first: %s", len(errors), len(requests), error)
-        return len(errors)
+        pending: queue.SimpleQueue = queue.SimpleQueue()
+        for specialization in specializations(launches):
+            pending.put(specialization)
+        failures: list[str] = []
 
-    def _compile_on_idle_worker(self, request: dict) -> str | None:
-        worker = self._idle.get()
-        try:
-            answer = worker.request(request, _COMPILE_TIMEOUT_S)
-            return None if answer["ok"] else answer["error"]
-        except WorkerCrash as crash:
-            return str(crash)
-        finally:
-            self._idle.put(worker)
+        def next_kernel():
+            try:
+                return pending.get_nowait()
+            except queue.Empty:
+                return None
+
+        def on_worker(worker: WorkerProcess) -> None:
+            try:
+                while not pending.empty() and not worker.ready(0.02):
+                    pass
+            except WorkerCrash as crash:
+                failures.append(str(crash))
+                return
+            while (kernel := next_kernel()) is not None:
+                request = {"path": kernel[0].fn.__code__.co_filename,
+                           "function": kernel[0].__name__, "specialization": kernel[1],
+                           "device": device, "cache_dir": triton.knobs.cache.dir}
+                try:
+                    answer = worker.request(request, _COMPILE_TIMEOUT_S)
+                    if not answer["ok"]:
+                        failures.append(answer["error"])
+                except WorkerCrash as crash:
+                    failures.append(str(crash))
+
+        def in_parent() -> None:
+            while (kernel := next_kernel()) is not None:
+                try:
+                    kernel[2].warm_up(kernel[3])
+                except Exception as error:  # noqa: BLE001 -- compiled again, and reported, later
+                    failures.append(f"{type(error).__name__}: {error}")
+
+        with ThreadPoolExecutor(len(self.workers) + parent_threads) as threads:
+            for worker in self.workers:
+                threads.submit(on_worker, worker)
+            for _ in range(parent_threads):
+                threads.submit(in_parent)
+        for error in failures[:1]:
+            log.debug("tessel: %d kernel compiles failed; the parent's JIT compiles them "
+                      "again. The first: %s", len(failures), error)
+        return len(failures)
 
     def close(self) -> None:
         for worker in self.workers:
@@ -169,7 +196,7 @@ def shared_pool() -> CompilePool | None:
     TESSEL_COMPILE_PROCESSES=0."""
     global _pool
     if _pool is None and worker_count() > 0:
-        _pool = CompilePool(worker_count())
+        _pool = CompilePool(worker_count(), driver.active.get_current_target())
         _pool.start()
         atexit.register(_pool.close)
     return _pool
@@ -180,9 +207,14 @@ def _kernels_module(path: str):
     return load_kernels(Path(path))
 
 
+@triton.jit
+def _first_kernel(pointer):
+    tl.store(pointer, 0)
+
+
 def _compile(request: dict) -> None:
     triton.knobs.cache.dir = request["cache_dir"]
-    driver.set_active(CompileOnlyDriver(request["device"], GPUTarget(*request["target"])))
+    driver.set_active(CompileOnlyDriver(request["device"], driver.active.target))
     kernel = getattr(_kernels_module(request["path"]), request["function"])
     kernel.preload(request["specialization"])
 
@@ -190,8 +222,13 @@ def _compile(request: dict) -> None:
 def _serve() -> None:
     # While the workers start, the parent runs the pass pipeline, which they wait for.
     os.nice(10)
-    import triton.compiler.compiler  # noqa: F401 -- the compiler's stages, before a request
-
+    # A process's first compile also hashes Triton's own files and sets up the backend:
+    # done here, before the worker says it is ready.
+    target = GPUTarget(*json.loads(os.environ["TESSEL_COMPILE_TARGET"]))
+    driver.set_active(CompileOnlyDriver(0, target))
+    triton.compile(ASTSource(_first_kernel, {"pointer": "*fp32"}), target=target)
+    sys.stdout.write(json.dumps({"ready": True}) + "\n")
+    sys.stdout.flush()
     for line in sys.stdin:
         try:
             _compile(json.loads(line))
