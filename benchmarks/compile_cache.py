@@ -66,9 +66,10 @@ def child(device: str, workload: str, backend: str, profile: str | None) -> None
 
 
 def first_call(device: str, workload: str, cache: str, backend: str = "mlir",
-               profile: str | None = None) -> dict:
+               profile: str | None = None, environment: dict[str, str] | None = None) -> dict:
+    """The first call of `workload` in a fresh process, with the caches in `cache`."""
     environment = dict(os.environ, TESSEL_CACHE_DIR=cache, TORCHINDUCTOR_CACHE_DIR=cache,
-                       TRITON_CACHE_DIR=f"{cache}/triton-kernels")
+                       TRITON_CACHE_DIR=f"{cache}/triton-kernels", **(environment or {}))
     command = [sys.executable, "-m", "benchmarks.compile_cache", "--child", "--device", device,
                "--workloads", workload, "--backend", backend]
     result = subprocess.run(command + (["--profile", profile] if profile else []),

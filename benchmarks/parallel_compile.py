@@ -1,15 +1,21 @@
-"""Whether Triton compiles in parallel on threads: the kernels of a dumped
+"""Whether Triton compiles in parallel on threads or processes: the kernels of a dumped
 `*_triton_kernels.py` compiled for sm_90 (no GPU needed) one by one, then on a thread
-pool, each time into an empty Triton cache, after one compile that warms the compiler. Kernels are compiled with every argument
-an fp32 pointer or an i32 stride, which is enough to time the compiler.
+pool, then on a process pool (its start counted in), each time into an empty Triton
+cache, after one compile that warms the compiler. Kernels are compiled with every
+argument an fp32 pointer or an i32 stride, which is enough to time the compiler.
 
-The figures quoted in targets/triton/launcher.py come from this script on the 2-core
-development VM (triton 3.9.0, 2026-11-22), on the 18 kernels of a densenet-like test
-graph (tests/test_triton_target.py's _DenseBlockNet): one by one against two threads,
-1.48 / 1.07 s, 2.26 / 1.37 s and 2.35 / 1.12 s in three runs.
+The figures quoted in targets/triton/compile_pool.py and launcher.py come from this
+script on the 16-core H100 machine (triton 3.6, 2026-11-22), on densenet121's 186
+distinct kernels: 16.84 s one by one, 7.60 s on 16 threads, 3.59 s on 16 processes.
 
 Usage:
     python -m benchmarks.parallel_compile DUMP/000_inference/04_triton_kernels.py [--threads N]
+    python -m benchmarks.parallel_compile --first-calls densenet121,resnet50 [--device cuda]
+
+`--first-calls` times, instead, whole first calls of benchmark workloads, each in a fresh
+process with empty caches (benchmarks/compile_cache.py's measurement): kernels compiled
+on the parent's threads only (TESSEL_COMPILE_PROCESSES=0), then on tessel's compile pool
+(its default size), with the `triton-compile` stage of each.
 """
 
 from __future__ import annotations
@@ -45,11 +51,34 @@ def _compile_in_worker(path: str, name: str) -> None:
     _compile(next(k for k in _kernels(path) if k.__name__ == name))
 
 
+def first_calls(device: str, workloads: list[str]) -> None:
+    from benchmarks.compile_cache import first_call
+
+    print("| workload | first call s, threads / pool | triton-compile s, threads / pool |")
+    print("|---|---|---|")
+    for workload in workloads:
+        calls = []
+        for processes in ({"TESSEL_COMPILE_PROCESSES": "0"}, {}):
+            with tempfile.TemporaryDirectory(prefix="tessel-cache-") as cache:
+                calls.append(first_call(device, workload, cache, environment=processes))
+        print(f"| {workload} | {calls[0]['seconds']:.2f} / {calls[1]['seconds']:.2f} "
+              f"| {calls[0]['stages']['triton-compile']:.2f} / "
+              f"{calls[1]['stages']['triton-compile']:.2f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kernels", help="a dumped *_triton_kernels.py")
+    parser.add_argument("kernels", nargs="?", help="a dumped *_triton_kernels.py")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--first-calls", default=None,
+                        help="comma-separated benchmark workloads to time whole first calls of")
+    parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
+    if args.first_calls:
+        first_calls(args.device, args.first_calls.split(","))
+        return
+    if not args.kernels:
+        parser.error("give a dumped *_triton_kernels.py, or --first-calls")
     kernels = _kernels(args.kernels)
     # The first compile of a process also initializes the compiler: keep it out of both.
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-warm-up-")
