@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 
 import torch
 import torch.fx
@@ -17,16 +18,21 @@ from tessel.frontend.compile_graph import (
 )
 from tessel.frontend.decompositions import decomposition_table
 from tessel.options import parse_options
-from tessel.targets.triton import warm_up as triton_warm_up
+
+
+def _hash_triton_sources() -> None:
+    from triton.runtime.cache import triton_key
+    triton_key()
 
 
 # torch.compile(fn, backend="mlir") imports this module when it resolves the backend,
-# before Dynamo traces anything: the compile worker starts (and warms up) meanwhile, and
-# on a GPU machine, where the Triton target will need it, so does what Triton's first
-# kernel lookup needs.
+# before Dynamo traces anything: the compile worker starts (and warms up) meanwhile.
 start_worker()
+# So does Triton's key of its own sources, which its every compile and cache lookup
+# needs: computed once per process, it hashes libtriton (0.4 s on the H100 host, with the
+# GIL released), and on a GPU machine the Triton target will need it.
 if torch.cuda.is_available():
-    triton_warm_up.start()
+    threading.Thread(target=_hash_triton_sources, daemon=True).start()
 
 
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None,

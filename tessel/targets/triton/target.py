@@ -26,7 +26,7 @@ from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import is_kernel
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
-from tessel.targets.triton import autotune, compile_pool, host_program, kernel_source, warm_up
+from tessel.targets.triton import autotune, compile_pool, host_program, kernel_source
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
 from tessel.targets.triton.launcher import (
@@ -62,23 +62,21 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
     configuration is first chosen by timing, or read from an earlier tuning, from its
     kernel kind's space (autotune.py)."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
-    prepared = False
+    compiled = False
 
     def launch(*args):
-        nonlocal prepared
+        nonlocal compiled
         try:
-            if not prepared:
-                warm_up.wait()
-                if (compile_first or tune) and not interpreting():
-                    with stages.timed("triton-dry-run"):
-                        launches = recorded_launches(host, args)
-                    if tune:
-                        with stages.timed("triton-autotune"):
-                            tuned = autotune.choose_configs(launches)
-                        stages.write("autotuned.json", lambda: json.dumps(tuned, indent=1))
-                    with stages.timed("triton-compile"):
-                        compile_in_parallel(launches)
-                prepared = True
+            if (compile_first or tune) and not compiled and not interpreting():
+                with stages.timed("triton-dry-run"):
+                    launches = recorded_launches(host, args)
+                if tune:
+                    with stages.timed("triton-autotune"):
+                        tuned = autotune.choose_configs(launches)
+                    stages.write("autotuned.json", lambda: json.dumps(tuned, indent=1))
+                with stages.timed("triton-compile"):
+                    compile_in_parallel(launches)
+                compiled = True
             return host(*args)
         except CompilationError as error:
             raise KernelBuildFailed(f"Triton could not compile a kernel{where}: "
