@@ -19,9 +19,11 @@ started like the pass-pipeline worker (compile_worker.py), not by multiprocessin
 spawned child would first re-run the user's script, which need not guard its top level
 with `if __name__ == "__main__"`. It has no GPU context: it imports Triton but neither
 torch nor MLIR's bindings, and compiles through a driver that reports the parent's
-device and target and launches nothing. It runs at a lower priority (nice 10): while it
-starts, the parent's pass pipeline, which it will wait for, comes first. The pool starts when the Triton target starts compiling a graph, so
-the workers import Triton while the pass pipeline runs.
+device and target and launches nothing. The pool starts when the Triton target starts
+compiling a graph: the workers import Triton and compile a first kernel (a process's
+first compile also hashes Triton's own files) while the pass pipeline runs, at a lower
+priority (nice 10) than the parent, whose pipeline they wait for. A kernel goes to
+the first worker that is ready, or to a thread of the parent, which compiles alongside.
 
 TESSEL_COMPILE_PROCESSES sets the number of workers (default: one per core, at most
 32); 0 compiles on threads of the parent only.
