@@ -895,7 +895,11 @@ def test_a_chain_of_same_shaped_intermediates_reuses_their_buffers(tmp_path):
 def test_scans_run_one_program_per_row_in_chunks(fn, x, tmp_path):
     """tm_tensor.scan (cumsum, cumprod) is a kernel: each program scans one row in
     chunks with tl.cumsum / tl.cumprod, carrying the total of the chunks before."""
-    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x), fn(x))
+    # A chunked scan adds in another order than torch's sequential one: over 2500 f32
+    # terms the relative error reaches 1.1e-6 (eight seeds), at the edge of
+    # assert_close's default rtol (1.3e-6).
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x), fn(x),
+                               rtol=1e-5, atol=1e-5)
     assert_compiled()
     kernels, _ = generated_files(tmp_path / "dump")
     assert "tl.cumsum(" in kernels or "tl.cumprod(" in kernels
