@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import atexit
 import base64
-import json
 import select
 import sys
 
 from tessel import ir
 from tessel.passes.pipeline import PipelineError, run_pipeline
-from tessel.worker_process import WorkerProcess
+from tessel.worker_process import WorkerProcess, serve
 
 
 _worker = WorkerProcess("tessel.compile_worker")
@@ -49,18 +48,18 @@ def _serve() -> None:
         if select.select([sys.stdin], [], [], 0)[0]:
             break
         run_pipeline(ir.parse_module(""), pipeline)
-    for line in sys.stdin:
-        request = json.loads(line)
-        try:
-            module = ir.parse_module(base64.b64decode(request["ir"]))
-            run_pipeline(module, request["pipeline"])
-            answer = {"ok": True, "ir": base64.b64encode(ir.to_bytecode(module)).decode()}
-        except PipelineError as error:
-            answer = {"ok": False, "error": str(error), "pass": error.pass_name}
-        except ir.MLIRError as error:
-            answer = {"ok": False, "error": str(error)}
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+    serve(_answer)
+
+
+def _answer(request: dict) -> dict:
+    try:
+        module = ir.parse_module(base64.b64decode(request["ir"]))
+        run_pipeline(module, request["pipeline"])
+        return {"ok": True, "ir": base64.b64encode(ir.to_bytecode(module)).decode()}
+    except PipelineError as error:
+        return {"ok": False, "error": str(error), "pass": error.pass_name}
+    except ir.MLIRError as error:
+        return {"ok": False, "error": str(error)}
 
 
 if __name__ == "__main__":

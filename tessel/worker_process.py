@@ -1,5 +1,6 @@
-"""The parent's handle on a worker process that answers JSON lines: the pass-pipeline
-worker (compile_worker.py) and the Triton target's kernel compile workers
+"""Worker processes that answer JSON lines, both sides of the exchange: the parent's
+handle (WorkerProcess) and the worker's loop (`serve`), for the pass-pipeline worker
+(compile_worker.py) and the Triton target's kernel compile workers
 (targets/triton/compile_pool.py). It imports nothing heavy, so that a worker which
 imports it starts fast.
 """
@@ -14,6 +15,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from typing import Callable
+
+# The line a worker that announces readiness writes once it has started.
+_READY = {"ready": True}
 
 
 class WorkerCrash(RuntimeError):
@@ -122,3 +127,17 @@ class WorkerProcess:
             how = f"exited with status {process.returncode}"
         details = "; ".join(stderr_tail)
         return WorkerCrash(f"compile worker {how}" + (f": {details}" if details else ""))
+
+
+def _write(answer: dict) -> None:
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+
+
+def serve(answer: Callable[[dict], dict], announce_ready: bool = False) -> None:
+    """The worker's side: with `announce_ready`, first say it has started; then answer
+    each JSON line on stdin with `answer`'s, one line on stdout, until stdin closes."""
+    if announce_ready:
+        _write(_READY)
+    for line in sys.stdin:
+        _write(answer(json.loads(line)))

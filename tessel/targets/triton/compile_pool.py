@@ -38,7 +38,6 @@ import json
 import logging
 import os
 import queue
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -48,7 +47,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.driver import driver
 
-from tessel.worker_process import WorkerCrash, WorkerProcess
+from tessel.worker_process import WorkerCrash, WorkerProcess, serve
 
 log = logging.getLogger(__name__)
 
@@ -229,16 +228,15 @@ def _serve() -> None:
     target = GPUTarget(*json.loads(os.environ["TESSEL_COMPILE_TARGET"]))
     driver.set_active(CompileOnlyDriver(0, target))
     triton.compile(ASTSource(_first_kernel, {"pointer": "*fp32"}), target=target)
-    sys.stdout.write(json.dumps({"ready": True}) + "\n")
-    sys.stdout.flush()
-    for line in sys.stdin:
-        try:
-            _compile(json.loads(line))
-            answer = {"ok": True}
-        except Exception as error:  # noqa: BLE001 -- any failure: the parent compiles it
-            answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+    serve(_answer, announce_ready=True)
+
+
+def _answer(request: dict) -> dict:
+    try:
+        _compile(request)
+        return {"ok": True}
+    except Exception as error:  # noqa: BLE001 -- any failure: the parent compiles it
+        return {"ok": False, "error": f"{type(error).__name__}: {error}"}
 
 
 if __name__ == "__main__":
