@@ -17,6 +17,7 @@ _EMPTY = {
     "fallback_reasons": [],         # "graph N: op: reason" per op or graph run eagerly
     "native_ops": [],               # "graph N: op: reason" per op left to PyTorch on purpose
     "kernels": 0,                   # kernels over all compiled graphs
+    "kernels_loaded_from_cubins": 0,  # ... loaded from the graph cache without Triton's JIT
     "accuracy_failures": 0,         # calls whose compiled result differed (check_accuracy)
     "compile_seconds": {},          # stage name -> seconds, summed over graphs
 }

@@ -1,12 +1,15 @@
 """The Triton target on a real GPU (skipped without one): run with TRITON_INTERPRET=0,
 e.g. `TRITON_INTERPRET=0 python -m pytest tests/test_triton_cuda.py`."""
 
+import json
+
 import pytest
 import torch
+import triton
 
 import tessel
 from conftest import assert_compiled
-from tessel.targets.triton import target
+from tessel.targets.triton import cubin_launch, target
 from tessel.targets.triton.launcher import KernelLauncher, interpreting
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or interpreting(),
@@ -33,8 +36,46 @@ def test_launches_after_the_first_skip_the_jit_and_respecialize_for_unaligned_in
     for a in (aligned, aligned, unaligned, aligned):
         torch.testing.assert_close(compiled(a, b), fn(a, b))
     assert_compiled()
-    assert launchers and all(launcher.compiled is not None for launcher in launchers)
+    # Each launcher loaded its kernel once, into PyTorch's static launcher.
+    assert launchers and all(launcher.launch is not None and launcher.cubin is not None
+                             for launcher in launchers)
     assert "launch_mode(device, arg0_1, arg1_1)" in next(tmp_path.rglob("*host_program.py")).read_text()
+
+
+def test_a_cached_graph_loads_its_kernels_from_cubins_without_triton_s_jit(
+        tmp_path, monkeypatch):
+    """The graph cache keeps each launch's cubin description: a second compile of the
+    graph (as in a new process) launches the same kernels without the JIT."""
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+
+    def fn(x, w):
+        return torch.softmax(x * w, -1) + torch.sin(x)
+    x, w = torch.randn(64, 256, device="cuda"), torch.randn(256, device="cuda")
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(x, w), fn(x, w))
+    entries = [json.loads(path.read_text()) for path in (tmp_path / "graphs").glob("*.json")]
+    cubins = [cubin for entry in entries for cubin in entry.get("cubins", {}).values()]
+    assert cubins and tessel.stats()["kernels_loaded_from_cubins"] == 0
+
+    def no_jit(*args, **kwargs):
+        raise AssertionError("Triton's JIT ran for a cached graph")
+    monkeypatch.setattr(triton.runtime.jit.JITFunction, "run", no_jit)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(x, w), fn(x, w))
+    counters = assert_compiled(min_graphs=2)
+    assert counters["graphs_cached"] == 1
+    assert counters["kernels_loaded_from_cubins"] == len(cubins)
+
+
+def test_kernels_the_static_launcher_refuses_launch_through_triton_s(monkeypatch):
+    monkeypatch.setattr(cubin_launch, "describe", lambda compiled, arguments: None)
+
+    def fn(x):
+        return torch.nn.functional.gelu(x) * 3
+    x = torch.randn(300, 70, device="cuda")
+    compiled = torch.compile(fn, backend="mlir")
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert_compiled()
 
 
 def test_reduce_overhead_replays_a_cuda_graph_that_sees_new_inputs():

@@ -90,11 +90,14 @@ def _entry_path(key: str) -> Path:
     return cache_root() / "graphs" / f"{key}.json"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` so that a concurrent reader sees all of it or nothing."""
+def write_atomically(path: Path, content: str | bytes) -> None:
+    """Write `content` to `path` so that a concurrent reader sees all of it or nothing."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(text)
+    if isinstance(content, bytes):
+        partial.write_bytes(content)
+    else:
+        partial.write_text(content)
     partial.replace(path)
 
 

@@ -4,8 +4,10 @@ Triton's JIT launch, `kernel[grid](*args)`, binds the arguments, works out their
 specialization (16-byte aligned pointers, ints equal to 1 or multiples of 16) and looks
 the compiled kernel up, at every call. Measured on an H100 (triton 3.6; see
 benchmarks/host_costs.py), that is 43 us per launch for a kernel with 6 tensors and 24
-strides, against 10 us for calling the compiled kernel's launcher directly, which is
-what a launch after the first does here.
+strides, against 10 us for calling the compiled kernel's launcher directly. So a
+launcher compiles its kernel (or finds it in Triton's cache) once, at its first direct
+launch, loads the binary into PyTorch's static launcher (cubin_launch.py; Triton's own
+where that one cannot take the kernel) and calls it from then on.
 
 That is sound because a host program's launches specialize the same way at every
 call: shapes, strides and view offsets are fixed by the graph (a kernel with static
@@ -26,7 +28,8 @@ import triton
 from triton.runtime import driver
 
 from tessel.passes.choose_gpu_blocks import template_programs
-from tessel.targets.triton import compile_pool
+from tessel import counters
+from tessel.targets.triton import compile_pool, cubin_launch
 
 try:  # Triton 3.4 and later: compiles that JIT warm-ups start go to an executor
     from triton.runtime._async_compile import AsyncCompileMode
@@ -81,9 +84,9 @@ def recorded_launches(host, args: tuple) -> list[tuple[KernelLauncher, tuple]]:
 
 
 def compile_in_parallel(launches: list[tuple[KernelLauncher, tuple]]) -> None:
-    """Compile and load the kernels of `launches`: on the compile pool's worker
-    processes (compile_pool.py), then on a thread per core, which find the workers'
-    binaries in Triton's cache and compile what they could not. Threads alone are the
+    """Compile the kernels of `launches`: on the compile pool's worker processes
+    (compile_pool.py), then on a thread per core, which find the workers' binaries in
+    Triton's cache and compile what they could not. Threads alone are the
     fallback: Triton releases the GIL in its MLIR, LLVM and ptxas stages, not in its
     front end (186 kernels of densenet121 for sm_90 on the 16-core H100 machine: 16.8 s
     one by one, 7.6 s on 16 threads, 3.6 s on 16 processes)."""
@@ -92,27 +95,29 @@ def compile_in_parallel(launches: list[tuple[KernelLauncher, tuple]]) -> None:
     pool = compile_pool.shared_pool()
     if pool is not None:
         pool.compile(launches)
-    device = torch.cuda.current_device()
     with ThreadPoolExecutor(os.cpu_count() or 1) as threads:
         with AsyncCompileMode(threads):
             for launcher, args in launches:
                 launcher.warm_up(args)
-        # Compiled now: a warm-up finds each kernel in the JIT's cache. Loading a kernel
-        # builds its launcher, a C extension that older Tritons compile for each
-        # signature: in parallel too.
+        if cubin_launch.available():
+            return
+        # Compiled now: a warm-up finds each kernel in the JIT's cache. Without PyTorch's
+        # static launcher, loading a kernel builds Triton's launcher, a C extension that
+        # older Tritons compile for each signature: in parallel too.
         kernels = [launcher.warm_up(args) for launcher, args in launches]
-        list(threads.map(lambda kernel: _load(kernel, device), kernels))
+        device = torch.cuda.current_device()
+        list(threads.map(lambda kernel: _load_into_triton(kernel, device), kernels))
 
 
-def _load(kernel, device: int) -> None:
+def _load_into_triton(kernel, device: int) -> None:
     with torch.cuda.device(device):
         kernel.run  # noqa: B018 -- the property loads the binary and builds the launcher
 
 
 class KernelLauncher:
     """One kernel of a host program, with its grid and launch options. The first
-    direct launch goes through the JIT, which compiles the kernel (or finds it in
-    Triton's cache); later ones call the compiled kernel's launcher."""
+    direct launch compiles the kernel (or finds it in Triton's cache, or is handed its
+    cubin from tessel's graph cache) and loads it; later ones only launch it."""
 
     def __init__(self, kernel: triton.JITFunction, grid, block: int | dict[str, int],
                  num_warps: int, sizes: int = 0, num_stages: int | None = None,
@@ -127,6 +132,8 @@ class KernelLauncher:
         self.grid = grid
         self.sizes = sizes
         self.grid_xyz = None if sizes else tuple(grid) + (1,) * (3 - len(grid))
+        # A cubin from the graph cache, for the configuration it was compiled with.
+        self.cached: tuple[list, cubin_launch.CubinKernel] | None = None
         self.configure(block, num_warps, num_stages)
 
     def configure(self, block: int | dict[str, int], num_warps: int,
@@ -137,11 +144,17 @@ class KernelLauncher:
         `num_stages` pipelines a gemm template's K loop (Triton's default if None)."""
         self.block = block
         self.constants = block if isinstance(block, dict) else {"BLOCK": block}
-        self.num_warps, self.num_stages, self.compiled = num_warps, num_stages, None
+        self.num_warps, self.num_stages = num_warps, num_stages
+        self.launch: cubin_launch.Launch | None = None
+        self.cubin: cubin_launch.CubinKernel | None = None
         if self.gemm is not None:
             m, n, _ = self.gemm
             self.grid = (template_programs(m, n, block["BLOCK_M"], block["BLOCK_N"]),)
             self.grid_xyz = self.grid + (1, 1)
+
+    def configuration(self) -> list:
+        """The configuration as JSON has it: [block, num_warps, num_stages]."""
+        return [self.block, self.num_warps, self.num_stages]
 
     def variant(self, block: int | dict[str, int], num_warps: int,
                 num_stages: int | None) -> KernelLauncher:
@@ -167,14 +180,35 @@ class KernelLauncher:
         if _recorded is not None:
             _recorded.append((self, args))
             return
-        compiled = self.compiled
-        if direct and compiled is not None:
-            # The JIT's own launch call (triton/runtime/jit.py), less binding and lookup:
-            # no launch metadata or hooks (launch_mode checked there are none), and the
-            # constexpr block sizes last, as the JIT's bound arguments have them.
-            compiled.run(*self.grid_xyz, stream, compiled.function, compiled.packed_metadata,
-                         None, None, None, *args, *self.constants.values())
+        launch = self.launch
+        if direct and launch is None and not self.sizes:
+            launch = self.launch = self._loaded(args)
+        if direct and launch is not None:
+            launch(*self.grid_xyz, stream, args)
             return
-        compiled = self.kernel[self.grid_for(args)](*args, **self.constants, **self.options())
-        if direct and not self.sizes:
-            self.compiled = compiled
+        self.kernel[self.grid_for(args)](*args, **self.constants, **self.options())
+
+    def _loaded(self, args: tuple) -> cubin_launch.Launch:
+        """The launch function of the kernel compiled for `args`, loaded on the current
+        device: from the graph cache's cubin when it has one for this configuration,
+        else compiled (or found in Triton's cache) by the JIT."""
+        device = torch.cuda.current_device()
+        if self.cached is not None:
+            configuration, cubin = self.cached
+            if configuration == self.configuration() and cubin_launch.loadable(cubin, device):
+                self.cubin = cubin
+                counters.count("kernels_loaded_from_cubins")
+                return cubin_launch.load(cubin, device)
+        compiled = self.warm_up(args)
+        self.cubin = cubin_launch.describe(compiled, len(args))
+        if self.cubin is not None:
+            return cubin_launch.load(self.cubin, device)
+        # Triton's launcher, called as its JIT calls it (triton/runtime/jit.py) less
+        # binding and lookup: no launch metadata or hooks (launch_mode checked there are
+        # none), and the constexpr block sizes last, as the JIT's bound arguments have them.
+        constants = tuple(self.constants.values())
+
+        def launch(grid_x: int, grid_y: int, grid_z: int, stream: int, args: tuple) -> None:
+            compiled.run(grid_x, grid_y, grid_z, stream, compiled.function,
+                         compiled.packed_metadata, None, None, None, *args, *constants)
+        return launch

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, ClassVar
 
@@ -27,6 +28,7 @@ from tessel.passes.form_kernels import is_kernel
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
 from tessel.targets.triton import autotune, compile_pool, host_program, kernel_source
+from tessel.targets.triton.cubin_launch import CubinKernel
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
 from tessel.targets.triton.launcher import (
@@ -53,19 +55,20 @@ def _load_kernels(source: str):
 
 
 def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
-                      tune: bool) -> Callable:
+                      tune: bool, loaded: Callable[[], None]) -> Callable:
     """`host`, turning a kernel that Triton fails to compile into KernelBuildFailed (the
     graph then runs eagerly), with the dump that holds its source. With `compile_first`,
     its kernels compile in parallel before its first call; without (kernels from the
-    graph cache, which Triton's cache holds), each loads at its first launch, which
-    costs less than the dry run that finds their arguments. With `tune`, each launch's
-    configuration is first chosen by timing, or read from an earlier tuning, from its
-    kernel kind's space (autotune.py)."""
+    graph cache, whose cubins tessel's cache or Triton's holds), each loads at its first
+    launch, which costs less than the dry run that finds their arguments. With `tune`,
+    each launch's configuration is first chosen by timing, or read from an earlier
+    tuning, from its kernel kind's space (autotune.py). `loaded` runs after the first
+    call, when every kernel it launched is loaded."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
-    compiled = False
+    compiled = called = False
 
     def launch(*args):
-        nonlocal compiled
+        nonlocal compiled, called
         try:
             if (compile_first or tune) and not compiled and not interpreting():
                 with stages.timed("triton-dry-run"):
@@ -77,7 +80,11 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
                 with stages.timed("triton-compile"):
                     compile_in_parallel(launches)
                 compiled = True
-            return host(*args)
+            results = host(*args)
+            if not called:
+                called = True
+                loaded()
+            return results
         except CompilationError as error:
             raise KernelBuildFailed(f"Triton could not compile a kernel{where}: "
                                     f"{str(error).strip().splitlines()[-1]}") from error
@@ -117,8 +124,7 @@ class TritonTarget(Target):
         entry = graph_cache.load(key)
         if entry is None:
             return None
-        return self._build(entry["kernels_source"], entry["host_source"], entry["kernels"],
-                           signature, options, stages, compile_first=False)
+        return self._build(entry, key, signature, options, stages, compile_first=False)
 
     def compile(self, module: ir.Module, signature: GraphSignature, options,
                 stages: Stages, cache_key: str | None = None) -> tuple[Callable, int]:
@@ -146,14 +152,17 @@ class TritonTarget(Target):
                                                     narrowed)
             except UnsupportedKernel as error:
                 raise CompileFailure("triton-codegen", str(error)) from error
-        graph_cache.store(cache_key, {"kernels_source": module_source,
-                                      "host_source": host_source, "kernels": len(kernels)})
-        return self._build(module_source, host_source, len(kernels), signature, options,
-                           stages, compile_first=True)
+        entry = {"kernels_source": module_source, "host_source": host_source,
+                 "kernels": len(kernels)}
+        graph_cache.store(cache_key, entry)
+        return self._build(entry, cache_key, signature, options, stages, compile_first=True)
 
-    def _build(self, module_source: str, host_source: str, kernels: int,
-               signature: GraphSignature, options, stages: Stages,
-               compile_first: bool) -> tuple[Callable, int]:
+    def _build(self, entry: dict, cache_key: str | None, signature: GraphSignature,
+               options, stages: Stages, compile_first: bool) -> tuple[Callable, int]:
+        """The host program of a graph cache `entry`, its kernels loaded from the
+        cubins the entry lists, if any; after its first call, the entry lists the
+        cubins of all kernels that call loaded."""
+        module_source, host_source = entry["kernels_source"], entry["host_source"]
         stages.write("triton_kernels.py", lambda: module_source)
         stages.write("host_program.py", lambda: host_source)
         namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
@@ -165,9 +174,21 @@ class TritonTarget(Target):
                      **vars(_load_kernels(module_source))}
         exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
              namespace)
+        launchers = {name: value for name, value in namespace.items()
+                     if isinstance(value, KernelLauncher)}
+        for name, (configuration, cubin) in entry.get("cubins", {}).items():
+            launchers[name].cached = (configuration, CubinKernel(**cubin))
+
+        def store_cubins() -> None:
+            cubins = json.loads(json.dumps(  # as the entry, read from JSON, has them
+                {name: (launcher.configuration(), asdict(launcher.cubin))
+                 for name, launcher in launchers.items() if launcher.cubin is not None}))
+            if cubins != entry.get("cubins", {}):
+                graph_cache.store(cache_key, {**entry, "cubins": cubins})
+
         tune = _autotuning(options)
-        host = _building_kernels(namespace["host"], stages, compile_first, tune)
+        host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins)
         # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
         if options.mode in ("reduce-overhead", "max-autotune"):
             host = CudaGraphRunner(host, stages.dump.graph_name, signature.static_inputs)
-        return host, kernels
+        return host, entry["kernels"]
