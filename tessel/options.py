@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# The modes that replay whole graphs (CUDA graphs, as torch.compile documents them), and
+# each one's mode of the same kernels without replays.
+_WITHOUT_REPLAY = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 
 
 class OptionError(ValueError):
@@ -51,6 +54,14 @@ class Options:
         "and times each launch's configuration (warps; a template's tile) on the first "
         "call, 'max-autotune' does both; give it here to combine it with other options "
         "(torch.compile takes `mode` or `options`, not both)", (str,), MODES)
+
+    def replays(self) -> bool:
+        """Whether the mode replays whole graphs (on the Triton target, CUDA graphs)."""
+        return self.mode in _WITHOUT_REPLAY
+
+    def without_replay(self) -> Options:
+        """These options with a mode that compiles the same kernels but replays nothing."""
+        return dataclasses.replace(self, mode=_WITHOUT_REPLAY.get(self.mode, self.mode))
 
 
 def list_options() -> dict[str, dict[str, Any]]:

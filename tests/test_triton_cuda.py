@@ -89,6 +89,36 @@ def test_reduce_overhead_replays_a_cuda_graph_that_sees_new_inputs():
     assert tessel.stats()["graphs_compiled"] == 1
 
 
+def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph(monkeypatch):
+    """A block split around its fused attention (left native by choice) replays as one
+    CUDA graph, attention included, and sees each call's new input."""
+    runners = []
+
+    class RecordedRunner(target.CudaGraphRunner):
+        def __init__(self, *args):
+            super().__init__(*args)
+            runners.append(self)
+    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
+    attention = torch.nn.MultiheadAttention(64, 4, batch_first=True, device="cuda",
+                                            dtype=torch.float16).eval()
+
+    def fn(x):
+        y = torch.nn.functional.layer_norm(x, (64,))
+        q, k, v = (y * scale for scale in (1.0, 0.5, 2.0))
+        out = torch.nn.functional.scaled_dot_product_attention(
+            *(t.view(2, 128, 4, 16).transpose(1, 2) for t in (q, k, v)), is_causal=True)
+        return attention.out_proj(out.transpose(1, 2).reshape(2, 128, 64)).relu() + x
+    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(2, 128, 64, device="cuda", dtype=torch.float16)
+            torch.testing.assert_close(compiled(x), fn(x), atol=2e-2, rtol=2e-2)
+    counters = tessel.stats()
+    assert counters["native_ops"] and counters["graphs_compiled"] >= 2
+    assert len(runners) == 1 and isinstance(runners[0].host, torch.fx.GraphModule)
+    assert all(capture is not None for capture in runners[0].captures.values())
+
+
 def test_bf16_linear_multiplies_bf16_operands_into_f32():
     """GPT-2's projections: PyTorch's addmm decomposition widens to f32; the gemm runs
     on the bf16 tensors with an f32 result (torch.mm's out_dtype)."""

@@ -319,6 +319,32 @@ class _Records(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def _split_around_zeta(x):
+    y = torch.sin(x) * 2
+    return torch.tanh(torch.special.zeta(y.abs() + 2, 2.0)) + y
+
+
+def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
+    """The pieces around an op that runs eagerly get no replay of their own: the whole
+    split graph is one, so that one CUDA graph holds the eager op too."""
+    from tessel.targets.triton import target
+    runners = []
+
+    class RecordedRunner(target.CudaGraphRunner):
+        def __init__(self, run, *args):
+            super().__init__(run, *args)
+            runners.append(run)
+    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
+    compiled = torch.compile(_split_around_zeta, backend="mlir",
+                             options={"target": "triton", "mode": "reduce-overhead"})
+    x = torch.randn(8)
+    with pytest.warns(UserWarning, match="special_zeta"):
+        torch.testing.assert_close(compiled(x), _split_around_zeta(x))
+    torch.testing.assert_close(compiled(x + 1), _split_around_zeta(x + 1))
+    assert tessel.stats()["graphs_compiled"] == 2 and tessel.stats()["graphs_split"] == 1
+    assert len(runners) == 1 and isinstance(runners[0], torch.fx.GraphModule)
+
+
 def test_reduce_overhead_on_cpu_tensors_launches_plainly_with_a_log_line():
     compiled = torch.compile(lambda x: torch.softmax(x, -1) + 1, backend="mlir",
                              options={"target": "triton", "mode": "reduce-overhead"})

@@ -43,6 +43,13 @@ class Target(ABC):
         CPU target's JIT) have no cache."""
         return None
 
+    def replayed(self, run: Callable, graph_name: str, static_inputs: frozenset[int],
+                 options) -> Callable:
+        """`run`, graph `graph_name`'s whole callable, as `options.mode` runs it (replayed,
+        where the target can). `static_inputs`: the positions of inputs that are read in
+        place (parameters, buffers). This target replays nothing."""
+        return run
+
     @abstractmethod
     def compile(self, module: ir.Module, signature, options, stages,
                 cache_key: str | None = None) -> tuple[Callable, int]:

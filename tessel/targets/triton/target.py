@@ -188,7 +188,10 @@ class TritonTarget(Target):
 
         tune = _autotuning(options)
         host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins)
+        return (self.replayed(host, stages.dump.graph_name, signature.static_inputs, options),
+                entry["kernels"])
+
+    def replayed(self, run: Callable, graph_name: str, static_inputs: frozenset[int],
+                 options) -> Callable:
         # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
-        if options.mode in ("reduce-overhead", "max-autotune"):
-            host = CudaGraphRunner(host, stages.dump.graph_name, signature.static_inputs)
-        return host, entry["kernels"]
+        return CudaGraphRunner(run, graph_name, static_inputs) if options.replays() else run
