@@ -407,6 +407,33 @@ def test_a_compiled_graph_comes_from_the_on_disk_cache_the_second_time(tmp_path)
     assert tessel.stats()["graphs_cached"] == 1
 
 
+def test_a_graph_split_around_a_native_op_comes_from_the_cache_before_aot_autograd():
+    """Its pieces' entries and the split graph's code are remembered under Dynamo's
+    graph: a new process (as after a Dynamo reset) runs neither aot_autograd nor any
+    pipeline, and records the native op as the compile did."""
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+
+    def fn(x):
+        return layer(x * 2).relu() + 1
+    x = torch.randn(2, 8, 32)
+    with torch.no_grad():
+        expected = fn(x)
+        torch.testing.assert_close(compile_triton(fn)(x), expected)
+        cold = tessel.stats()
+        assert cold["graphs_compiled"] == 2 and cold["graphs_cached_before_aot"] == 0
+        assert len(cold["native_ops"]) == 1
+        tessel.reset_stats()
+        torch._dynamo.reset()
+        torch.testing.assert_close(compile_triton(fn)(x), expected)
+    warm = assert_compiled(min_graphs=2)
+    assert warm["graphs_cached_before_aot"] == 1 and warm["graphs_cached"] == 2
+    assert "gpu" not in warm["compile_seconds"]
+
+    def ops(counters):  # "graph: op: why", less the graph's name (numbered per process)
+        return [record.split(": ", 1)[1] for record in counters["native_ops"]]
+    assert ops(warm) == ops(cold)
+
+
 def test_a_damaged_cache_entry_is_a_miss(tmp_path):
     """An entry that cannot be read (a truncated write, another tessel's format) must
     not break the program: the graph compiles again."""

@@ -5,14 +5,18 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+import math
 import pickle
 import tempfile
+import types
 import warnings
 from pathlib import Path
 
 import torch
 import torch._guards
 import torch.fx
+import torch.fx._pytree as fx_pytree
+import torch.utils._pytree as pytree
 from torch._functorch._aot_autograd.schemas import OutputType, PlainTensorMeta
 from torch._functorch.aot_autograd import make_boxed_func
 
@@ -77,12 +81,13 @@ def remembering_inference(key: str | None, example_inputs):
     """Around aot_autograd's compile of Dynamo's graph (its `inference_key`): when that
     compiles it whole, as an inference graph which aot_autograd's wrapper only passes
     arguments and results through, store what `cached_inference` needs to skip
-    aot_autograd next time."""
+    aot_autograd next time. So for a graph split around native ops only (pieces that
+    compiled whole, and the split graph's code that calls them)."""
     global _remembered
     _remembered = {"inputs": len(example_inputs)} if key else None
     try:
         yield
-        if _remembered and "graph" in _remembered:
+        if _remembered and ("graph" in _remembered or "split" in _remembered):
             graph_cache.store(key, _remembered)
     finally:
         _remembered = None
@@ -98,18 +103,65 @@ def inference_key(gm: torch.fx.GraphModule, example_inputs, options: Options) ->
     return graph_cache.inference_key(gm, example_inputs, options, target.name)
 
 
-def _remember_inference(cache_key: str | None, signature: GraphSignature, target: str) -> None:
+def _passes_through(inputs: int) -> bool:
+    """Whether aot_autograd's wrapper of the graph being remembered only passes its
+    `inputs` arguments and its results through, so that a later process may skip it."""
     metadata = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
-    if (cache_key is None or _remembered is None or metadata is None
-            or len(signature.inputs) != _remembered["inputs"]
-            or any(i.mutates_data or i.mutates_metadata for i in metadata.input_info)
-            or any(o.output_type != OutputType.non_alias for o in metadata.output_info)
-            or metadata.num_intermediate_bases or metadata.tokens
-            or any(not isinstance(m, PlainTensorMeta) or m.memory_format is not None
-                   for m in metadata.subclass_inp_meta)):
+    return not (_remembered is None or metadata is None or inputs != _remembered["inputs"]
+                or any(i.mutates_data or i.mutates_metadata for i in metadata.input_info)
+                or any(o.output_type != OutputType.non_alias for o in metadata.output_info)
+                or metadata.num_intermediate_bases or metadata.tokens
+                or any(not isinstance(m, PlainTensorMeta) or m.memory_format is not None
+                       for m in metadata.subclass_inp_meta))
+
+
+def _encoded(value) -> str:
+    return base64.b64encode(pickle.dumps(value)).decode()
+
+
+def _decoded(text: str):
+    return pickle.loads(base64.b64decode(text))
+
+
+def _remember_inference(cache_key: str | None, signature: GraphSignature, target: str) -> None:
+    if cache_key is not None and _passes_through(len(signature.inputs)):
+        _remembered.update(target=target, graph=cache_key, signature=_encoded(signature))
+
+
+def _remember_piece(cache_key: str | None, signature: GraphSignature) -> None:
+    """While the pieces of a split inference graph compile, in order: each one's entry."""
+    if _remembered is not None:
+        _remembered.setdefault("pieces", []).append(
+            None if cache_key is None else {"graph": cache_key, "signature": _encoded(signature)})
+
+
+# The globals of the code FX generates for a graph of aten ops, by name (its
+# `python_code().globals`): a split graph whose code needs no others is stored as source.
+_FX_CODE_GLOBALS = {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "torch": torch,
+                    "device": torch.device, "fx_pytree": fx_pytree, "pytree": pytree}
+
+
+def _remember_split(gm: torch.fx.GraphModule, split: torch.fx.GraphModule,
+                    pieces: dict[str, torch.fx.GraphModule], target: str) -> None:
+    """After the pieces of inference graph `gm` compiled, `split` calling them and the
+    native ops between them: store them for `cached_inference`, where every piece has
+    an entry and the split's code needs only FX's usual globals."""
+    code = split.graph.python_code(root_module="self")
+    records = _remembered.get("pieces", []) if _remembered is not None else []
+    if (len(records) != len(pieces) or None in records
+            or not set(code.globals) <= set(_FX_CODE_GLOBALS)
+            or not _passes_through(len(_input_values(gm)))):
         return
-    _remembered.update(target=target, graph=cache_key,
-                       signature=base64.b64encode(pickle.dumps(signature)).decode())
+    try:
+        modules = [_encoded(piece) for piece in pieces.values()]
+    except (pickle.PicklingError, TypeError, AttributeError):  # a piece holding odd state
+        log.debug("tessel: split graph not remembered: a piece does not pickle", exc_info=True)
+        return
+    _remembered.update(
+        target=target, split=code.src, native=native_ops_in(gm),
+        static_inputs=sorted(_static_inputs(gm, "inference")),
+        pieces=[{**record, "name": name, "module": module}
+                for record, name, module in zip(records, pieces, modules)])
 
 
 def cached_inference(gm: torch.fx.GraphModule, key: str | None, options: Options):
@@ -122,21 +174,58 @@ def cached_inference(gm: torch.fx.GraphModule, key: str | None, options: Options
     stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
     try:
-        signature = pickle.loads(base64.b64decode(entry["signature"]))
         with stages.timed("prepare"):
-            loaded = get_target(entry["target"]).load_cached(entry["graph"], signature,
-                                                             options, stages)
+            loaded = (_loaded_split(entry, dump.graph_name, options) if "split" in entry
+                      else _loaded_graph(entry, gm, dump.graph_name, options, stages))
     except Exception:  # a damaged entry is a miss: the compile below rewrites it
         log.debug("tessel: cache entry of graph %s unreadable", dump.graph_name, exc_info=True)
         return None
+    if loaded is not None:
+        counters.count("graphs_cached_before_aot")
+    return loaded
+
+
+def _loaded_graph(entry: dict, gm: torch.fx.GraphModule, graph_name: str, options: Options,
+                  stages: Stages):
+    """A whole graph's cache entry, loaded; None if the target's entry is gone."""
+    signature = _decoded(entry["signature"])
+    loaded = get_target(entry["target"]).load_cached(entry["graph"], signature, options, stages)
     if loaded is None:
         return None
     host, kernels = loaded
     counters.count("graphs_cached")
-    counters.count("graphs_cached_before_aot")
-    _count_compiled(dump.graph_name, "inference", kernels)
-    return _eager_when_a_check_fails(_checking_indices(host, signature), gm, dump.graph_name,
+    _count_compiled(graph_name, "inference", kernels)
+    return _eager_when_a_check_fails(_checking_indices(host, signature), gm, graph_name,
                                      options)
+
+
+def _loaded_split(entry: dict, graph_name: str, options: Options):
+    """A split graph's cache entry, loaded: its code (FX's), calling each piece as its
+    own entry loads it; None if one of those is gone."""
+    target = get_target(entry["target"])
+    namespace = dict(_FX_CODE_GLOBALS)
+    exec(compile(entry["split"], f"<tessel split graph {graph_name}>", "exec"), namespace)
+    forward, pieces = namespace["forward"], {}
+    for record in entry["pieces"]:
+        piece, signature = _decoded(record["module"]), _decoded(record["signature"])
+        dump = GraphDump(options.dump_dir, "inference_piece")
+        stages = Stages(dump, in_worker=options.compile_in_worker)
+        loaded = target.load_cached(record["graph"], signature, options.without_replay(),
+                                    stages)
+        if loaded is None:
+            return None
+        host, kernels = loaded
+        counters.count("graphs_cached")
+        _count_compiled(dump.graph_name, "inference_piece", kernels)
+        pieces[record["name"]] = _as_module_call(_eager_when_a_check_fails(
+            _checking_indices(host, signature), piece, dump.graph_name, options), piece)
+    for op, why in entry["native"].items():
+        counters.record_native(f"{graph_name}: {op}: {why}")
+    calls = types.SimpleNamespace(**pieces)
+
+    def split(*args):
+        return forward(calls, *args)
+    return target.replayed(split, graph_name, frozenset(entry["static_inputs"]), options)
 
 
 def _count_compiled(graph_name: str, kind: str, kernels: int) -> None:
@@ -145,6 +234,13 @@ def _count_compiled(graph_name: str, kind: str, kernels: int) -> None:
                    else "forward_graphs_compiled")
     counters.count("kernels", kernels)
     log.info("tessel: compiled graph %s into %d kernel(s)", graph_name, kernels)
+
+
+def _remember(kind: str, cache_key: str | None, signature: GraphSignature, target: str) -> None:
+    if kind == "inference":
+        _remember_inference(cache_key, signature, target)
+    elif kind == "inference_piece":
+        _remember_piece(cache_key, signature)
 
 
 def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str):
@@ -159,8 +255,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
     if cached is not None:
         counters.count("graphs_cached")
         host, kernels = cached
-        if kind == "inference":
-            _remember_inference(cache_key, signature, target.name)
+        _remember(kind, cache_key, signature, target.name)
         return _checking_indices(host, signature), kernels, None
     with stages.timed("import"):
         try:
@@ -171,8 +266,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
     stages.write("torch.mlir", module.__str__)
     module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
     host, kernels = target.compile(module, signature, options, stages, cache_key=cache_key)
-    if kind == "inference":
-        _remember_inference(cache_key, signature, target.name)
+    _remember(kind, cache_key, signature, target.name)
     locate = None
     if options.check_accuracy:
         def locate(*args):
@@ -280,34 +374,42 @@ def _split(gm: torch.fx.GraphModule, graph_name: str, options: Options, kind: st
     own: one capture then holds the eager calls between the pieces too, and no piece
     copies its inputs into a capture's buffers and its outputs out. GPT-2's block,
     split around its attention, spent 85 us of a 330 us call in such copies (H100,
-    torch.profiler)."""
+    torch.profiler). Split around native ops only, it is also remembered for a later
+    process, as a whole graph is (`remembering_inference`)."""
     if kind != "inference":
-        return _split_pieces(gm, options, kind, excluded, reasons)
-    split = _split_pieces(gm, options.without_replay(), kind, excluded, reasons)
-    if split is None:
+        found = _split_pieces(gm, options, kind, excluded, reasons)
+        return None if found is None else found[0]
+    found = _split_pieces(gm, options.without_replay(), kind, excluded, reasons)
+    if found is None:
         return None
+    split, pieces = found
     target = get_target(resolve_target(options, _input_values(gm)))
+    if excluded <= set(native_ops_in(gm)):
+        _remember_split(gm, split, pieces, target.name)
     return target.replayed(split, graph_name, _static_inputs(gm, kind), options)
 
 
 def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
-                  excluded: frozenset[str], reasons: list[str]) -> torch.fx.GraphModule | None:
-    """`_split`'s pieces, compiled as `options` say, in a graph module that calls them."""
+                  excluded: frozenset[str], reasons: list[str]
+                  ) -> tuple[torch.fx.GraphModule, dict[str, torch.fx.GraphModule]] | None:
+    """`_split`'s pieces, compiled as `options` say, in a graph module that calls them;
+    with the pieces' own graph modules, by name."""
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     if len(excluded) > MAX_ROUNDS or all(target_names(n) & excluded for n in calls):
         return None
     if not any(target_names(n) & excluded for n in calls):
         return None  # the failing op is not a node of this graph (it came from a lowering)
-    split, pieces = split_around(gm, excluded)
-    if not pieces:
+    split, names = split_around(gm, excluded)
+    if not names:
         return None
-    for name in pieces:
-        piece = getattr(split, name)
+    pieces = {}
+    for name in names:
+        piece = pieces[name] = getattr(split, name)
         _, compiled = _compile_or_split(piece, options, f"{kind}_piece", excluded, reasons)
         delattr(split, name)  # a submodule slot only takes modules; the call is a function
         setattr(split, name, _as_module_call(compiled, piece))
     split.recompile()
-    return split
+    return split, pieces
 
 
 def _as_module_call(compiled, piece: torch.fx.GraphModule):
