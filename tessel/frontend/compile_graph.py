@@ -142,9 +142,10 @@ _FX_CODE_GLOBALS = {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "t
 
 
 def _remember_split(gm: torch.fx.GraphModule, split: torch.fx.GraphModule,
-                    pieces: dict[str, torch.fx.GraphModule], target: str) -> None:
+                    pieces: dict[str, torch.fx.GraphModule], native: dict[str, str],
+                    target: str) -> None:
     """After the pieces of inference graph `gm` compiled, `split` calling them and the
-    native ops between them: store them for `cached_inference`, where every piece has
+    `native` ops between them: store them for `cached_inference`, where every piece has
     an entry and the split's code needs only FX's usual globals."""
     code = split.graph.python_code(root_module="self")
     records = _remembered.get("pieces", []) if _remembered is not None else []
@@ -158,7 +159,7 @@ def _remember_split(gm: torch.fx.GraphModule, split: torch.fx.GraphModule,
         log.debug("tessel: split graph not remembered: a piece does not pickle", exc_info=True)
         return
     _remembered.update(
-        target=target, split=code.src, native=native_ops_in(gm),
+        target=target, split=code.src, native=native,
         static_inputs=sorted(_static_inputs(gm, "inference")),
         pieces=[{**record, "name": name, "module": module}
                 for record, name, module in zip(records, pieces, modules)])
@@ -384,8 +385,9 @@ def _split(gm: torch.fx.GraphModule, graph_name: str, options: Options, kind: st
         return None
     split, pieces = found
     target = get_target(resolve_target(options, _input_values(gm)))
-    if excluded <= set(native_ops_in(gm)):
-        _remember_split(gm, split, pieces, target.name)
+    native = native_ops_in(gm)
+    if excluded <= native.keys():
+        _remember_split(gm, split, pieces, native, target.name)
     return target.replayed(split, graph_name, _static_inputs(gm, kind), options)
 
 
