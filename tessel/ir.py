@@ -8,6 +8,7 @@ import io
 
 from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
 from torch_mlir.ir import (
+    AffineDimExpr,
     AffineMapAttr,
     ArrayAttr,
     Context,
@@ -72,6 +73,13 @@ def operation_of(owner) -> Operation | None:
 def indexing_maps(op) -> list:
     """The indexing maps of a linalg op (generic, matmul, ...), as AffineMaps."""
     return [AffineMapAttr(m).value for m in ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def is_identity_map(affine_map, skipped: frozenset[int] = frozenset()) -> bool:
+    """The map reads every loop dim but the `skipped` ones, in order."""
+    kept = [d for d in range(affine_map.n_dims) if d not in skipped]
+    return [e.position if isinstance(e, AffineDimExpr) else None
+            for e in affine_map.results] == kept
 
 
 def sole_cast(generic) -> str | None:

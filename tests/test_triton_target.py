@@ -746,6 +746,25 @@ def test_rows_longer_than_a_block_loop_over_chunks(fn, shape, with_nans, tmp_pat
     assert "for start in range(0, " in kernels
 
 
+@pytest.mark.parametrize("fn", [lambda x: torch.softmax(x, -1), lambda x: F.log_softmax(x, -1)],
+                         ids=["softmax", "log_softmax"])
+def test_long_rows_sum_exponentials_with_a_running_max(fn, tmp_path):
+    """softmax's max and sum of exp(x - max) over a row longer than a block accumulate
+    in one chunk loop (online softmax: each lane rescales its sum as its max grows),
+    then one loop stores. Lanes that have seen only -inf, a row of -inf and a NaN give
+    eager's results."""
+    x = torch.randn(4, 10000) * 10
+    x[0] = float("-inf")
+    x[1, :5000] = float("-inf")  # some lanes see -inf in two chunks, then numbers
+    x[2, ::3] = float("-inf")
+    x[3, 7] = float("nan")
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x), fn(x),
+                               equal_nan=True, atol=1e-5, rtol=1e-5)
+    assert_compiled()
+    kernels, _ = generated_files(tmp_path / "dump")
+    assert kernels.count("for start in range(0, 10000, BLOCK):") == 2
+
+
 def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeypatch):
     """max-autotune times half, the same and twice each launch's warps, keeps the
     fastest, and a later tuning of the same launch reads the stored choice instead of

@@ -37,7 +37,7 @@ from tessel.passes.choose_gpu_blocks import template_programs
 from tessel.passes.form_kernels import kernel_body, kernel_name, sole_generic
 from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
-from tessel.targets.triton import sizes
+from tessel.targets.triton import online_softmax, sizes
 
 # Result dtypes as torch spells them, for the host program.
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
@@ -243,8 +243,13 @@ class _Writer:
     channels_last: bool = False                         # flat 4-D spaces in NHWC order
     narrowed: frozenset = frozenset()                   # inputs held narrower than typed
     indent: str = ""                                    # inside a looped row's chunk loop
-    accumulating: ir.Operation | None = None            # the reduction a looped pass feeds
-    accumulator: tuple | None = None                    # (name, identity) it accumulated in
+    # A looped pass: the reductions it accumulates (two for an online softmax), each
+    # one's (accumulator, initial value), and each running max (see online_softmax):
+    # its result -> (lanes' max, lanes' max before this chunk), the sum it rescales.
+    accumulating: tuple = ()
+    accumulators: dict = field(default_factory=dict)
+    running: dict = field(default_factory=dict)
+    running_maxima: dict = field(default_factory=dict)
     size_roots: list = field(default_factory=list)      # root per size parameter
     # A gemm template's 2-D tile: its shape, each loop dim's indices, its block sizes.
     tile: str = "[BLOCK]"
@@ -354,9 +359,12 @@ class _Writer:
         `window` dims of a windowed reduction are fixed positions, not row dims."""
         if value in self.literals:
             return self.literals[value]
+        if value in self.running:
+            return self.running[value][0], "row"  # a max per lane, in its chunk loop
         if value in self.registers:
             expression, value_kind = self.registers[value]
-            if value_kind == "scalar" or (kind == "row" and _is_identity(affine_map, window)):
+            if value_kind == "scalar" or \
+                    (kind == "row" and ir.is_identity_map(affine_map, window)):
                 return expression, value_kind
             raise UnsupportedKernel("linalg.generic", "a row value read through a map "
                                     f"other than the identity ({affine_map})")
@@ -429,12 +437,10 @@ class _Writer:
             prologue = _as_expression(self.value(others[0], names))
             self.emit(f"{masked} = tl.where(mask, {prologue}, "
                       f"tl.full([BLOCK], {identity}, {_TRITON_DTYPES[element]}))")
-            if self.accumulating is not None and self.accumulating == op:
+            if op in self.accumulating:
                 # A looped row: combine chunk by chunk; _looped_pass reduces after the loop.
-                accumulator = self.fresh("acc")
-                self.emit(f"{accumulator} = {merge.format(init=accumulator, x=masked)}")
-                self.accumulator = (accumulator, f"tl.full([BLOCK], {identity}, "
-                                                 f"{_TRITON_DTYPES[element]})")
+                self.accumulate(op, masked, merge, f"tl.full([BLOCK], {identity}, "
+                                                   f"{_TRITON_DTYPES[element]})")
                 return
             self.finish_reduction(op, masked)
             return
@@ -445,7 +451,7 @@ class _Writer:
         for body_op in body_ops[:-1]:
             self.body_op(body_op, names)
         for result, value, affine_map in zip(op.results, yielded, maps[n_inputs:]):
-            if not _is_identity(affine_map):
+            if not ir.is_identity_map(affine_map):
                 raise UnsupportedKernel("linalg.generic", f"an output map {affine_map}")
             expression, value_kind = self.value(value, names)
             if kind == "row" and value_kind == "scalar":
@@ -454,6 +460,25 @@ class _Writer:
                           f"{_TRITON_DTYPES[element_name(result)]})")
                 expression = widened
             self.registers[result] = (expression, kind)
+
+    def accumulate(self, op: ir.Operation, masked: str, merge: str, initial: str) -> None:
+        """Merge a chunk's `masked` values into `op`'s accumulator, lane by lane. A sum
+        with a running max (online softmax) first rescales what it has to that max's
+        new value; its summands, exp(x - lanes' max), are 0 where a lane has seen only
+        -inf."""
+        accumulator = self.fresh("acc")
+        self.accumulators[op] = (accumulator, initial)
+        if op in self.running_maxima.values():
+            before = self.fresh("max")
+            self.emit(f"{before} = {accumulator}")
+            self.running[op.results[0]] = (accumulator, before)
+        elif op in self.running_maxima:
+            lanes, before = self.running[self.running_maxima[op].results[0]]
+            masked = f"tl.where({lanes} == float('-inf'), 0.0, {masked})"
+            self.emit(f"{accumulator} = {accumulator} * "
+                      f"{online_softmax.rescale(before, lanes)} + {masked}")
+            return
+        self.emit(f"{accumulator} = {merge.format(init=accumulator, x=masked)}")
 
     def finish_reduction(self, op: ir.Operation, row: str) -> None:
         """The reduction `op` of the vector `row` (masked with its identity), merged with
@@ -664,13 +689,6 @@ def _unsigned(value: ir.Value, expression: str) -> str:
     if not element.startswith("i"):
         raise UnsupportedKernel("arith", f"an unsigned operation on {element}")
     return f"{expression}.to(tl.uint{element[1:]}, bitcast=True)"
-
-
-def _is_identity(affine_map: ir.AffineMap, window: frozenset[int] = frozenset()) -> bool:
-    """The map reads every loop dim but the `window` ones, in order."""
-    kept = [d for d in range(affine_map.n_dims) if d not in window]
-    return [e.position if isinstance(e, ir.AffineDimExpr) else None
-            for e in affine_map.results] == kept
 
 
 _AFFINE_OPERATORS = ((ir.AffineAddExpr, "+"), (ir.AffineMulExpr, "*"),
@@ -990,8 +1008,11 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     if not isinstance(size, int) or size > writer.block:
         # A looped row: one pass over the row per reduction, each recomputing what
         # feeds it chunk by chunk, then a pass that computes and stores the outputs.
-        for reduction in _row_reductions(tiles):
-            _looped_pass(writer, ops[:-1], destinations, size, reduction, [])
+        reductions = _row_reductions(tiles)
+        writer.running_maxima = online_softmax.running_maxima(reductions)
+        for reduction in reductions:
+            if reduction not in writer.running_maxima.values():  # else summed with it
+                _looped_pass(writer, ops[:-1], destinations, size, reduction, [])
         _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
         return (_points(bounds),)
     writer.emit("r = tl.arange(0, BLOCK)")
@@ -1020,7 +1041,8 @@ def _row_reductions(generics: list[ir.Operation]) -> list[ir.Operation]:
 def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, size: int | str,
                  reduction: ir.Operation | None, inserts: list[ir.Operation]) -> None:
     """One loop over a row in chunks of BLOCK: the ops up to `reduction`, which it
-    accumulates and reduces after the loop, or (None) all of them and the stores."""
+    accumulates and reduces after the loop (with its running max, if it has one), or
+    (None) all of them and the stores."""
     writer.loads.clear()  # loads and row values of an earlier chunk loop are out of scope
     writer.registers = {v: e for v, e in writer.registers.items() if e[1] == "scalar"}
     header = len(writer.lines)
@@ -1028,15 +1050,26 @@ def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, s
     writer.indent = "    "
     writer.emit("r = start + tl.arange(0, BLOCK)")
     writer.emit(f"mask = r < {size}")
-    writer.accumulating = reduction
+    maximum = writer.running_maxima.get(reduction)
+    writer.accumulating = (reduction,) if maximum is None else (maximum, reduction)
     _row_ops(writer, ops, destinations, reduction)
     _store_rows(writer, inserts, destinations)
-    writer.indent, writer.accumulating = "", None
-    if reduction is not None:
-        accumulator, identity = writer.accumulator
-        writer.lines.insert(header, f"{accumulator} = {identity}")
-        writer.loads.clear()
-        writer.finish_reduction(reduction, accumulator)
+    writer.indent, writer.accumulating = "", ()
+    if reduction is None:
+        return
+    writer.loads.clear()
+    for accumulator, initial in reversed(writer.accumulators.values()):
+        writer.lines.insert(header, f"{accumulator} = {initial}")
+    accumulator, _ = writer.accumulators.pop(reduction)
+    if maximum is not None:  # each lane's sum, rescaled to the row's max
+        lanes, _ = writer.running.pop(maximum.results[0])
+        writer.finish_reduction(maximum, lanes)
+        row_max, _ = writer.registers[maximum.results[0]]
+        rescaled = writer.fresh()
+        writer.emit(f"{rescaled} = {accumulator} * {online_softmax.rescale(lanes, row_max)}")
+        accumulator = rescaled
+    writer.finish_reduction(reduction, accumulator)
+    writer.accumulators.clear()
 
 
 def _row_ops(writer: _Writer, ops: list[ir.Operation], destinations: dict,
