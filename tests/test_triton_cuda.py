@@ -167,3 +167,19 @@ def test_gemm_templates_match_eager_in_half_precision(dtype, shape, tmp_path):
     assert compiled_error <= eager_error + ulp, (compiled_error, eager_error, ulp)
     assert assert_compiled()["kernels"] == 1
     assert "tl.dot(" in next(tmp_path.rglob("*triton_kernels.py")).read_text()
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_a_graph_whose_tensors_are_on_another_device_than_the_current_runs_there(mode):
+    """Kernels load and launch, and CUDA graphs capture, on the current device: a graph
+    whose tensors sit on another makes theirs current while it runs."""
+    def fn(x, w):
+        return torch.softmax(x @ w, -1) + torch.sin(x).sum(-1, keepdim=True)
+    x, w = torch.randn(64, 128, device="cuda:1"), torch.randn(128, 128, device="cuda:1")
+    assert torch.cuda.current_device() == 0
+    compiled = torch.compile(fn, backend="mlir", options={"mode": mode, "fallback": False})
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x, w), fn(x, w))
+    assert_compiled()
+    assert torch.cuda.current_device() == 0

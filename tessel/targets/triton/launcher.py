@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import torch
 import triton
@@ -56,6 +57,22 @@ def launch_mode(device: torch.device, *tensors: torch.Tensor) -> tuple[bool, int
         triton.knobs.runtime.launch_enter_hook, triton.knobs.runtime.launch_exit_hook))
     aligned = all(t.data_ptr() % _ALIGNMENT == 0 for t in tensors)
     return aligned and not hooked, stream
+
+
+def on_device_of_inputs(run: Callable) -> Callable:
+    """`run`, with its first CUDA tensor argument's device made current while it runs
+    where another one is: kernels load and launch, and CUDA graphs capture and replay,
+    on the current device, and a graph's tensors may live on any (Inductor's wrapper
+    guards its device the same way)."""
+    def on_device(*args):
+        for arg in args:
+            if isinstance(arg, torch.Tensor) and arg.is_cuda:
+                if arg.get_device() != torch.cuda.current_device():
+                    with torch.cuda.device(arg.device):
+                        return run(*args)
+                break
+        return run(*args)
+    return on_device
 
 
 # While `recorded_launches` runs: the launches a host program makes, recorded instead

@@ -36,6 +36,7 @@ from tessel.targets.triton.launcher import (
     compile_in_parallel,
     interpreting,
     launch_mode,
+    on_device_of_inputs,
     recorded_launches,
 )
 
@@ -193,5 +194,7 @@ class TritonTarget(Target):
 
     def replayed(self, run: Callable, graph_name: str, static_inputs: frozenset[int],
                  options) -> Callable:
+        """Also on the inputs' device, where the current one is another."""
         # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
-        return CudaGraphRunner(run, graph_name, static_inputs) if options.replays() else run
+        return on_device_of_inputs(CudaGraphRunner(run, graph_name, static_inputs)
+                                   if options.replays() else run)
