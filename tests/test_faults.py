@@ -255,6 +255,26 @@ def test_pieces_of_a_split_are_views_of_one_buffer():
     assert_compiled()
 
 
+def test_a_static_view_output_is_one_as_strided_call_where_its_base_has_eager_s_strides():
+    """The host takes a view of static size in one as_strided call, valid for the base's
+    strides in eager; a base strided otherwise gets the views op by op."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from tessel.frontend.signature import _host_view, view_chain
+
+    gm = make_fx(lambda x: (x + 1).view(2, 5, 2, 4).transpose(1, 2),
+                 tracing_mode="fake")(torch.randn(2, 5, 8))
+    (out,) = [n for n in gm.graph.nodes if n.op == "output"][0].args
+    root, views = view_chain(out)
+    text = _host_view(root, views, set())
+    assert text.startswith("(torch.as_strided(")
+    view = eval("lambda base: " + text.format("base"), {"torch": torch})
+    for base in (torch.randn(2, 5, 8), torch.randn(2, 5, 16)[..., 8:]):
+        actual, expected = view(base), base.view(2, 5, 2, 4).transpose(1, 2)
+        assert actual.data_ptr() == expected.data_ptr() and torch.equal(actual, expected)
+        assert actual.stride() == expected.stride()
+
+
 def test_view_outputs_with_symbolic_sizes():
     def fn(x):
         y = x + 1

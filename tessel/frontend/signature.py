@@ -195,11 +195,30 @@ def _host_literal(value, bound: set[str]) -> str | None:
     return None
 
 
-def _host_view(views: list[torch.fx.Node], bound: set[str]) -> str | None:
-    """Python source applying `views` to the tensor `{}` stands for, e.g.
-    `torch.ops.aten.slice.Tensor({}, 0, 1, 9223372036854775807)`; None if an argument
-    has no host expression."""
-    expr = "{}"
+def _host_view(root: torch.fx.Node, views: list[torch.fx.Node], bound: set[str]) -> str | None:
+    """Python source applying `views` to the tensor `{0}` stands for, `root`'s result,
+    e.g. `torch.ops.aten.slice.Tensor({0}, 0, 1, 9223372036854775807)`; None if an
+    argument has no host expression. Of static size, the whole chain is one as_strided
+    call where `{0}` has the strides it has in eager, which the views' sizes, strides
+    and offset were traced on: each op of a chain costs some 4 us of host time a call,
+    and attention's query, key and value are four ops each."""
+    chain = _host_view_chain(views, bound)
+    value, base = views[-1].meta.get("val"), root.meta.get("val")
+    if chain is None or not isinstance(value, torch.Tensor) or value.dtype != base.dtype:
+        return chain
+    layout = (*value.shape, *value.stride(), value.storage_offset(), *base.stride(),
+              base.storage_offset())
+    if not all(isinstance(n, int) for n in layout):
+        return chain
+    offset = value.storage_offset() - base.storage_offset()
+    return (f"(torch.as_strided({{0}}, {tuple(value.shape)}, {value.stride()}, "
+            f"{{0}}.storage_offset() + {offset}) if {{0}}.stride() == {base.stride()} "
+            f"else {chain})")
+
+
+def _host_view_chain(views: list[torch.fx.Node], bound: set[str]) -> str | None:
+    """Python source applying `views` to the tensor `{0}` stands for, op by op."""
+    expr = "{0}"
     for view in views:
         piece = _split_piece(view)
         op = view.args[0] if piece else view
@@ -363,7 +382,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             returns.append(root.name)
         elif isinstance(out.meta.get("val"), (torch.SymInt, torch.SymFloat, int, float)):
             returns.append(_printer_expr(out.meta["val"], bound, what))
-        elif views and host_can_view(root) and (view := _host_view(views, bound)):
+        elif views and host_can_view(root) and (view := _host_view(root, views, bound)):
             # Eager's view shares its base's storage (writing one output changes the
             # other); in inference graphs aot_autograd leaves that to the compiler.
             returns.append(view.format(kernel_result(root, what)))
