@@ -765,6 +765,76 @@ def test_long_rows_sum_exponentials_with_a_running_max(fn, tmp_path):
     assert kernels.count("for start in range(0, 10000, BLOCK):") == 2
 
 
+# softmax over long rows plus twice the row's max, read by a generic of one point that
+# sits between the max and the sum: computed in the online pass from the lanes' running
+# max, which is not yet the row's.
+_ONLINE_SOFTMAX_WITH_A_SCALAR_OF_THE_MAX = """
+#map = affine_map<(d0) -> (d0)>
+#map1 = affine_map<(d0, d1) -> (d0, d1)>
+#map2 = affine_map<(d0, d1) -> (d0)>
+func.func @main(%arg0: tensor<3x10000xf32>) -> tensor<3x10000xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %cst_0 = arith.constant 0xFF800000 : f32
+  %two = arith.constant 2.000000e+00 : f32
+  %0 = tensor.empty() : tensor<3xf32>
+  %1 = tensor.empty() : tensor<3x10000xf32>
+  %2 = "tkern.kernel"() ({
+    %3 = scf.forall (%arg1) in (3) shared_outs(%arg2 = %1) -> (tensor<3x10000xf32>) {
+      %x = tensor.extract_slice %arg0[%arg1, 0] [1, 10000] [1, 1] : tensor<3x10000xf32> to tensor<1x10000xf32>
+      %s1 = tensor.extract_slice %0[%arg1] [1] [1] : tensor<3xf32> to tensor<1xf32>
+      %4 = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel"]} outs(%s1 : tensor<1xf32>) {
+      ^bb0(%out: f32):
+        linalg.yield %cst_0 : f32
+      } -> tensor<1xf32>
+      %5 = linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<1x10000xf32>) outs(%4 : tensor<1xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %10 = arith.maximumf %in, %out : f32
+        linalg.yield %10 : f32
+      } -> tensor<1xf32>
+      %twice = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%5 : tensor<1xf32>) outs(%s1 : tensor<1xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %10 = arith.mulf %in, %two : f32
+        linalg.yield %10 : f32
+      } -> tensor<1xf32>
+      %o = tensor.extract_slice %arg2[%arg1, 0] [1, 10000] [1, 1] : tensor<3x10000xf32> to tensor<1x10000xf32>
+      %6 = linalg.generic {indexing_maps = [#map1, #map2, #map1], iterator_types = ["parallel", "parallel"]} ins(%x, %5 : tensor<1x10000xf32>, tensor<1xf32>) outs(%o : tensor<1x10000xf32>) {
+      ^bb0(%in: f32, %in_3: f32, %out: f32):
+        %10 = arith.subf %in, %in_3 : f32
+        %11 = math.exp %10 : f32
+        linalg.yield %11 : f32
+      } -> tensor<1x10000xf32>
+      %7 = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel"]} outs(%s1 : tensor<1xf32>) {
+      ^bb0(%out: f32):
+        linalg.yield %cst : f32
+      } -> tensor<1xf32>
+      %8 = linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "reduction"]} ins(%6 : tensor<1x10000xf32>) outs(%7 : tensor<1xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %10 = arith.addf %in, %out : f32
+        linalg.yield %10 : f32
+      } -> tensor<1xf32>
+      %9 = linalg.generic {indexing_maps = [#map1, #map2, #map2, #map1], iterator_types = ["parallel", "parallel"]} ins(%6, %8, %twice : tensor<1x10000xf32>, tensor<1xf32>, tensor<1xf32>) outs(%o : tensor<1x10000xf32>) {
+      ^bb0(%in: f32, %in_3: f32, %in_4: f32, %out: f32):
+        %10 = arith.divf %in, %in_3 : f32
+        %11 = arith.addf %10, %in_4 : f32
+        linalg.yield %11 : f32
+      } -> tensor<1x10000xf32>
+      scf.forall.in_parallel {
+        tensor.parallel_insert_slice %9 into %arg2[%arg1, 0] [1, 10000] [1, 1] : tensor<1x10000xf32> into tensor<3x10000xf32>
+      }
+    }
+    "tkern.yield"(%3) : (tensor<3x10000xf32>) -> ()
+  }) {sym_name = "main_kernel_0", tessel.gpu = {block = array<i64: 4096>, kind = "row_looped", num_warps = 16 : i64}} : () -> tensor<3x10000xf32>
+  return %2 : tensor<3x10000xf32>
+}
+"""
+
+
+def test_a_value_of_the_running_max_is_recomputed_from_the_row_s_max():
+    x = torch.randn(3, 10000)
+    out = run_generated_kernel(_ONLINE_SOFTMAX_WITH_A_SCALAR_OF_THE_MAX, x, torch.empty(3, 10000))
+    torch.testing.assert_close(out, torch.softmax(x, -1) + 2 * x.amax(-1, keepdim=True))
+
+
 def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeypatch):
     """max-autotune times half, the same and twice each launch's warps, keeps the
     fastest, and a later tuning of the same launch reads the stored choice instead of

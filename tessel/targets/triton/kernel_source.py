@@ -1052,6 +1052,7 @@ def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, s
     writer.emit(f"mask = r < {size}")
     maximum = writer.running_maxima.get(reduction)
     writer.accumulating = (reduction,) if maximum is None else (maximum, reduction)
+    known = set(writer.registers)
     _row_ops(writer, ops, destinations, reduction)
     _store_rows(writer, inserts, destinations)
     writer.indent, writer.accumulating = "", ()
@@ -1070,6 +1071,12 @@ def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, s
         accumulator = rescaled
     writer.finish_reduction(reduction, accumulator)
     writer.accumulators.clear()
+    if maximum is not None:
+        # Values this pass computed from the lanes' running max are not the row's, even
+        # where a generic of one point marked them scalar: later passes recompute them.
+        writer.registers = {value: register for value, register in writer.registers.items()
+                            if value in known or value in (maximum.results[0],
+                                                           reduction.results[0])}
 
 
 def _row_ops(writer: _Writer, ops: list[ir.Operation], destinations: dict,

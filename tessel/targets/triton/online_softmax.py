@@ -1,8 +1,8 @@
 """Online softmax: a row's max and its sum of exp(x - max) in one pass over the row.
 
 A row longer than a block reduces in chunk loops, one per reduction, before the loop
-that stores (kernel_source._looped_pass). softmax, log_softmax and logsumexp reduce
-twice: the max m of x, then the sum of exp(x - m), which needs m. Both fit one chunk
+that stores (kernel_source._looped_pass). softmax and log_softmax (cross_entropy's)
+reduce twice: the max m of x, then the sum of exp(x - m), which needs m. Both fit one chunk
 loop when each lane keeps its own running max and rescales its running sum by
 exp(old max - new max) whenever that max grows; after the loop, each lane's sum is
 rescaled to the row's max and the lanes are summed (Milakov and Gimelshein, "Online
@@ -50,13 +50,13 @@ def _combiner(reduction: ir.Operation) -> str | None:
     return combiner.name if combiner is not None else None
 
 
-def _summand(reduction: ir.Operation) -> ir.Value:
+def _summand(reduction: ir.Operation) -> ir.Value | None:
     """The value a reduction combines into its accumulator (its prologue's result)."""
     block = reduction.regions[0].blocks[0]
     accumulator = block.arguments[len(block.arguments) - 1]
     combiner = ir.operation_of(list(block.operations)[-1].operation.operands[0].owner)
-    (summand,) = [v for v in combiner.operands if v != accumulator] or [None]
-    return summand
+    others = [v for v in combiner.operands if v != accumulator] if combiner else []
+    return others[0] if len(others) == 1 else None
 
 
 def _sums_exp_below(total: ir.Operation, maximum: ir.Operation) -> bool:
@@ -110,4 +110,3 @@ def _origin(value: ir.Value):
         generic = ir.operation_of(value.owner.owner)
         return _read_of(value), str(ir.indexing_maps(generic)[value.arg_number])
     return value
-
