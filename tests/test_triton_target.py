@@ -835,6 +835,27 @@ def test_a_value_of_the_running_max_is_recomputed_from_the_row_s_max():
     torch.testing.assert_close(out, torch.softmax(x, -1) + 2 * x.amax(-1, keepdim=True))
 
 
+def test_a_value_of_one_point_from_a_chunk_loop_is_recomputed_in_later_loops(tmp_path):
+    """The same kernel with a min, which no online pass pairs with the sum: the twice-min
+    generic is computed in the sum's chunk loop, whose variables Triton scopes to it, so
+    the storing loop computes it again (reusing it failed the GPU compile: NameError)."""
+    from tessel import ir
+    from tessel.targets.triton import kernel_source
+
+    mlir = _ONLINE_SOFTMAX_WITH_A_SCALAR_OF_THE_MAX.replace(
+        "arith.maximumf", "arith.minimumf").replace("0xFF800000", "0x7F800000")
+    x = torch.randn(3, 10000)
+    minimum = x.amin(-1, keepdim=True)
+    exponentials = torch.exp(x - minimum)
+    torch.testing.assert_close(run_generated_kernel(mlir, x, torch.empty(3, 10000)),
+                               exponentials / exponentials.sum(-1, keepdim=True) + 2 * minimum)
+    module = ir.parse_module(mlir)
+    (kernel,) = ir.ops_where(module.operation, lambda op: op.name == "tkern.kernel")
+    kernels_file = tmp_path / "kernels.py"
+    kernels_file.write_text(kernel_source.PRELUDE + "\n\n" + kernel_source.generate(kernel).source)
+    _ptx_for_sm90(kernels_file, "main_kernel_0", "*fp32", {"BLOCK": 4096})
+
+
 def test_max_autotune_keeps_the_fastest_warp_count_and_stores_the_choice(monkeypatch):
     """max-autotune times half, the same and twice each launch's warps, keeps the
     fastest, and a later tuning of the same launch reads the stored choice instead of

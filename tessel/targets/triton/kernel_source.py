@@ -1071,12 +1071,12 @@ def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, s
         accumulator = rescaled
     writer.finish_reduction(reduction, accumulator)
     writer.accumulators.clear()
-    if maximum is not None:
-        # Values this pass computed from the lanes' running max are not the row's, even
-        # where a generic of one point marked them scalar: later passes recompute them.
-        writer.registers = {value: register for value, register in writer.registers.items()
-                            if value in known or value in (maximum.results[0],
-                                                           reduction.results[0])}
+    # Of what this pass computed, later passes see only its reductions: a value of one
+    # point (a generic of one point, marked scalar) is a variable of the chunk loop, and
+    # one computed from the lanes' running max is not the row's. They recompute them.
+    finished = {op.results[0] for op in (maximum, reduction) if op is not None}
+    writer.registers = {value: register for value, register in writer.registers.items()
+                        if value in known or value in finished}
 
 
 def _row_ops(writer: _Writer, ops: list[ir.Operation], destinations: dict,
