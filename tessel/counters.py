@@ -19,6 +19,7 @@ _EMPTY = {
     "kernels": 0,                   # kernels over all compiled graphs
     "kernels_loaded_from_cubins": 0,  # ... loaded from the graph cache without Triton's JIT
     "accuracy_failures": 0,         # calls whose compiled result differed (check_accuracy)
+    "cuda_graphs_declined": 0,      # reduce-overhead captures slower than plain launches
     "compile_seconds": {},          # stage name -> seconds, summed over graphs
 }
 _stats = copy.deepcopy(_EMPTY)

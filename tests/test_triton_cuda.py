@@ -89,6 +89,28 @@ def test_reduce_overhead_replays_a_cuda_graph_that_sees_new_inputs():
     assert tessel.stats()["graphs_compiled"] == 1
 
 
+def test_reduce_overhead_launches_one_by_one_where_a_replay_with_its_copies_is_slower(
+        monkeypatch):
+    """One pointwise kernel over large tensors: the replay saves one launch and copies
+    the input in and the output out, so plain launches are kept (timed at capture)."""
+    runners = []
+
+    class RecordedRunner(target.CudaGraphRunner):
+        def __init__(self, *args):
+            super().__init__(*args)
+            runners.append(self)
+    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
+
+    def fn(x, y):
+        return x * 2 + y
+    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    x, y = (torch.randn(4096, 8192, device="cuda") for _ in range(2))
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x, y), fn(x, y))
+    assert tessel.stats()["cuda_graphs_declined"] == 1
+    assert len(runners) == 1 and list(runners[0].captures.values()) == [None]
+
+
 def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph(monkeypatch):
     """A block split around its fused attention (left native by choice) replays as one
     CUDA graph, attention included, and sees each call's new input."""
@@ -117,6 +139,7 @@ def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph
     assert counters["native_ops"] and counters["graphs_compiled"] >= 2
     assert len(runners) == 1 and isinstance(runners[0].host, torch.fx.GraphModule)
     assert all(capture is not None for capture in runners[0].captures.values())
+    assert counters["cuda_graphs_declined"] == 0
 
 
 def test_bf16_linear_multiplies_bf16_operands_into_f32():

@@ -4,10 +4,13 @@ and library call.
 
 One capture per input signature (shapes, strides, dtypes, devices, scalar values, and
 the storage of parameters and buffers, which are read in place): other tensor inputs
-are copied into the capture's static buffers, the graph replays, and outputs are cloned out of its
-buffers (the next replay overwrites them). Where capture is not
-possible (CPU tensors under TRITON_INTERPRET, an op that synchronizes with the host),
-the host program runs with plain launches, with one log line.
+are copied into the capture's static buffers, the graph replays, and outputs are cloned
+out of its buffers (the next replay overwrites them). Where capture is not possible
+(CPU tensors under TRITON_INTERPRET, an op that synchronizes with the host), or where
+a replay with its copies is slower than plain launches (timed once per capture: a
+memory-bound graph of few kernels, whose inputs and outputs are large, saves little
+launch time and pays two more passes over memory), the host program runs with plain
+launches, with one log line.
 """
 
 from __future__ import annotations
@@ -16,8 +19,16 @@ import logging
 from typing import Callable
 
 import torch
+import triton
+
+from tessel import counters
 
 log = logging.getLogger("tessel")
+
+# Plain launches are kept when they take at most this share of a replay's time (copies
+# included): a margin over the timing's noise, so that graphs where both take about as
+# long replay, as reduce-overhead asks.
+PLAIN_LAUNCHES_SHARE = 0.8
 
 
 class CudaGraphRunner:
@@ -56,6 +67,10 @@ class CudaGraphRunner:
         capture = self.captures[key]
         if capture is None:
             return self.host(*args)
+        return self._replay(capture, args)
+
+    @staticmethod
+    def _replay(capture: tuple, args: tuple) -> tuple:
         copies, static_outputs, graph = capture
         for position, buffer in copies:
             buffer.copy_(args[position])
@@ -89,4 +104,19 @@ class CudaGraphRunner:
             return None
         copies = [(i, buffer) for i, (buffer, arg) in enumerate(zip(static_inputs, args))
                   if buffer is not arg]
-        return copies, static_outputs, graph
+        capture = copies, static_outputs, graph
+        replayed = _milliseconds(lambda: self._replay(capture, args))
+        plain = _milliseconds(lambda: self.host(*args))
+        if plain <= PLAIN_LAUNCHES_SHARE * replayed:
+            counters.count("cuda_graphs_declined")
+            log.info("tessel: graph %s: reduce-overhead launches kernels one by one: they "
+                     "took %.3f ms a call, a CUDA graph replay with its copies %.3f ms",
+                     self.graph_name, plain, replayed)
+            return None
+        return capture
+
+
+def _milliseconds(call: Callable[[], object]) -> float:
+    """Median time of `call` on the GPU (Triton's do_bench: CUDA events, L2 flushed);
+    a host-bound call's time is its host's."""
+    return triton.testing.do_bench(call, warmup=2, rep=10, return_mode="median")
