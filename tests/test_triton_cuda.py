@@ -111,6 +111,29 @@ def test_reduce_overhead_launches_one_by_one_where_a_replay_with_its_copies_is_s
     assert len(runners) == 1 and list(runners[0].captures.values()) == [None]
 
 
+def test_reduce_overhead_replays_untimed_where_timing_runs_out_of_memory(monkeypatch):
+    from tessel.targets.triton import cuda_graphs
+
+    def out_of_memory(call):
+        raise torch.OutOfMemoryError("CUDA out of memory (a test's)")
+    monkeypatch.setattr(cuda_graphs, "_milliseconds", out_of_memory)
+    runners = []
+
+    class RecordedRunner(target.CudaGraphRunner):
+        def __init__(self, *args):
+            super().__init__(*args)
+            runners.append(self)
+    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
+
+    def fn(x):
+        return torch.sin(x) * 2
+    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    for _ in range(2):
+        x = torch.randn(64, 64, device="cuda")
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert len(runners) == 1 and all(c is not None for c in runners[0].captures.values())
+
+
 def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph(monkeypatch):
     """A block split around its fused attention (left native by choice) replays as one
     CUDA graph, attention included, and sees each call's new input."""
