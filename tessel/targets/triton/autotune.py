@@ -24,11 +24,10 @@ from dataclasses import asdict, dataclass
 
 import torch
 import triton
-import triton.testing
 
 from tessel.frontend import graph_cache
 from tessel.passes.choose_gpu_blocks import template_block
-from tessel.targets.triton.launcher import KernelLauncher, compile_in_parallel
+from tessel.targets.triton.launcher import KernelLauncher, compile_in_parallel, gpu_milliseconds
 
 # Triton's limit is 32 warps (1024 threads) a program.
 _MAX_WARPS = 32
@@ -99,10 +98,9 @@ def _stored_choice(key: str) -> Config | None:
 
 
 def milliseconds(launcher: KernelLauncher, args: tuple) -> float:
-    """Median time of one launch (Triton's do_bench: CUDA events, L2 flushed)."""
+    """Median time of one launch."""
     stream = torch.cuda.current_stream().cuda_stream
-    return triton.testing.do_bench(lambda: launcher(True, stream, *args), warmup=2, rep=10,
-                                   return_mode="median")
+    return gpu_milliseconds(lambda: launcher(True, stream, *args))
 
 
 def choose_configs(launches: list[tuple[KernelLauncher, tuple]]) -> dict[str, dict]:

@@ -19,9 +19,9 @@ import logging
 from typing import Callable
 
 import torch
-import triton
 
 from tessel import counters
+from tessel.targets.triton.launcher import gpu_milliseconds
 
 log = logging.getLogger("tessel")
 
@@ -108,8 +108,8 @@ class CudaGraphRunner:
         # Each timed twice, in turn, keeping the shorter: with one timing each, the
         # first workload of a benchmark run kept a replay that took 3x its launches.
         try:
-            timings = [(_milliseconds(lambda: self._replay(capture, args)),
-                        _milliseconds(lambda: self.host(*args))) for _ in range(2)]
+            timings = [(gpu_milliseconds(lambda: self._replay(capture, args)),
+                        gpu_milliseconds(lambda: self.host(*args))) for _ in range(2)]
         except torch.OutOfMemoryError:  # the timing's buffers (an L2 flush) do not fit
             log.info("tessel: graph %s: reduce-overhead replays its CUDA graph, untimed: "
                      "out of memory to time it", self.graph_name)
@@ -122,9 +122,3 @@ class CudaGraphRunner:
                      self.graph_name, plain, replayed)
             return None
         return capture
-
-
-def _milliseconds(call: Callable[[], object]) -> float:
-    """Median time of `call` on the GPU (Triton's do_bench: CUDA events, L2 flushed);
-    a host-bound call's time is its host's."""
-    return triton.testing.do_bench(call, warmup=2, rep=10, return_mode="median")

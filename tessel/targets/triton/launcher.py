@@ -26,6 +26,7 @@ from typing import Callable
 
 import torch
 import triton
+import triton.testing
 from triton.runtime import driver
 
 from tessel.passes.choose_gpu_blocks import template_programs
@@ -73,6 +74,12 @@ def on_device_of_inputs(run: Callable) -> Callable:
                 break
         return run(*args)
     return on_device
+
+
+def gpu_milliseconds(call: Callable[[], object]) -> float:
+    """Median time of `call` on the GPU (Triton's do_bench: CUDA events, L2 flushed);
+    a host-bound call's time is its host's."""
+    return triton.testing.do_bench(call, warmup=2, rep=10, return_mode="median")
 
 
 # While `recorded_launches` runs: the launches a host program makes, recorded instead
