@@ -16,6 +16,19 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or interpreting(),
                                 reason="needs a CUDA device and TRITON_INTERPRET=0")
 
 
+@pytest.fixture
+def runners(monkeypatch) -> list:
+    """The CUDA graph runners the Triton target creates while a test runs."""
+    created = []
+
+    class RecordedRunner(target.CudaGraphRunner):
+        def __init__(self, *args):
+            super().__init__(*args)
+            created.append(self)
+    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
+    return created
+
+
 def test_launches_after_the_first_skip_the_jit_and_respecialize_for_unaligned_inputs(
         tmp_path, monkeypatch):
     launchers = []
@@ -90,16 +103,9 @@ def test_reduce_overhead_replays_a_cuda_graph_that_sees_new_inputs():
 
 
 def test_reduce_overhead_launches_one_by_one_where_a_replay_with_its_copies_is_slower(
-        monkeypatch):
+        runners):
     """One pointwise kernel over large tensors: the replay saves one launch and copies
-    the input in and the output out, so plain launches are kept (timed at capture)."""
-    runners = []
-
-    class RecordedRunner(target.CudaGraphRunner):
-        def __init__(self, *args):
-            super().__init__(*args)
-            runners.append(self)
-    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
+    the inputs in and the output out, so plain launches are kept (timed at capture)."""
 
     def fn(x, y):
         return x * 2 + y
@@ -111,19 +117,12 @@ def test_reduce_overhead_launches_one_by_one_where_a_replay_with_its_copies_is_s
     assert len(runners) == 1 and list(runners[0].captures.values()) == [None]
 
 
-def test_reduce_overhead_replays_untimed_where_timing_runs_out_of_memory(monkeypatch):
+def test_reduce_overhead_replays_untimed_where_timing_runs_out_of_memory(monkeypatch, runners):
     from tessel.targets.triton import cuda_graphs
 
     def out_of_memory(call):
         raise torch.OutOfMemoryError("CUDA out of memory (a test's)")
-    monkeypatch.setattr(cuda_graphs, "_milliseconds", out_of_memory)
-    runners = []
-
-    class RecordedRunner(target.CudaGraphRunner):
-        def __init__(self, *args):
-            super().__init__(*args)
-            runners.append(self)
-    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
+    monkeypatch.setattr(cuda_graphs, "gpu_milliseconds", out_of_memory)
 
     def fn(x):
         return torch.sin(x) * 2
@@ -134,16 +133,9 @@ def test_reduce_overhead_replays_untimed_where_timing_runs_out_of_memory(monkeyp
     assert len(runners) == 1 and all(c is not None for c in runners[0].captures.values())
 
 
-def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph(monkeypatch):
+def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph(runners):
     """A block split around its fused attention (left native by choice) replays as one
     CUDA graph, attention included, and sees each call's new input."""
-    runners = []
-
-    class RecordedRunner(target.CudaGraphRunner):
-        def __init__(self, *args):
-            super().__init__(*args)
-            runners.append(self)
-    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
     attention = torch.nn.MultiheadAttention(64, 4, batch_first=True, device="cuda",
                                             dtype=torch.float16).eval()
 
