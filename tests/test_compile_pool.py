@@ -32,12 +32,16 @@ def broken(x_ptr, BLOCK: tl.constexpr):
 # Run in a process of its own: Triton, imported here with TRITON_INTERPRET=1 (conftest),
 # keeps interpreting its own library functions.
 CHECKS = f"""
+import os
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import torch
 import triton
 from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler.errors import CompilationError
 from triton.runtime.driver import driver
 
@@ -83,6 +87,28 @@ launcher.configure(256, 4, None)
 assert pool.compile([(launcher, (x, y, 500))], parent_threads=1) == 0
 assert len(binaries()) == 3
 pool.close()
+
+# A variable naming another ptxas, set once the parent has read its ptxas version (as
+# Inductor sets one at its first compile), is seen by workers started later: their
+# cache keys must still be the parent's. This ptxas is Triton's, with another version.
+real = get_ptxas(90).path
+version = subprocess.check_output([real, "--version"], text=True)
+other = directory / "ptxas"
+lines = ["#!/bin/sh", 'if [ "$1" = --version ]; then',
+         "  printf '%s' " + shlex.quote(version + "another build"),
+         "else", "  exec " + shlex.quote(real) + ' "$@"', "fi", ""]
+other.write_text(chr(10).join(lines))
+other.chmod(0o755)
+os.environ["TRITON_PTXAS_PATH"] = os.environ["TRITON_PTXAS_BLACKWELL_PATH"] = str(other)
+later = compile_pool.CompilePool(1, GPUTarget("cuda", 90, 32))
+later.start()
+launcher.configure(512, 4, None)
+assert later.compile([(launcher, (x, y, 500))], parent_threads=0) == 0
+compiled_by_workers = binaries()
+assert len(compiled_by_workers) == 4
+launcher.warm_up((x, y, 500))
+assert binaries() == compiled_by_workers, "the parent compiled a kernel again"
+later.close()
 print("checked")
 """
 

@@ -25,6 +25,16 @@ first compile also hashes Triton's own files) while the pass pipeline runs, at a
 priority (nice 10) than the parent, whose pipeline they wait for. A kernel goes to
 the first worker that is ready, or to a thread of the parent, which compiles alongside.
 
+A worker's cache keys must be the parent's. Triton keys a compile by the version of
+ptxas that it reads once per process, and then runs the ptxas that TRITON_PTXAS_PATH
+names at each compile. Inductor sets that variable at its first compile (to torch's
+ptxas): a parent that compiled before keys by Triton's own ptxas, and workers started
+after by torch's, so the parent missed every kernel they compiled and compiled it
+again (the GPT-2 block's 6 kernels on the H100, after Inductor had compiled in the same
+process: 0.25-0.39 s each, on the parent's threads). A worker takes the parent's
+version for its keys (Triton's TRITON_MOCK_PTX_VERSION knob, set in the worker only)
+and runs the ptxas the parent would.
+
 TESSEL_COMPILE_PROCESSES sets the number of workers (default: one per core, at most
 32); 0 compiles on threads of the parent only.
 """
@@ -44,6 +54,7 @@ from pathlib import Path
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas_version
 from triton.compiler import ASTSource
 from triton.runtime.driver import driver
 
@@ -122,7 +133,8 @@ class CompilePool:
     def __init__(self, workers: int, target):
         # A worker compiles a first kernel for the target while it starts.
         environment = {"TESSEL_COMPILE_TARGET": json.dumps(
-            [target.backend, target.arch, target.warp_size])}
+            [target.backend, target.arch, target.warp_size]),
+            "TESSEL_PTXAS_VERSION": get_ptxas_version(target.arch)}
         self.workers = [WorkerProcess("tessel.targets.triton.compile_pool", environment,
                                       announces_ready=True) for _ in range(workers)]
 
@@ -223,6 +235,8 @@ def _compile(request: dict) -> None:
 def _serve() -> None:
     # While the workers start, the parent runs the pass pipeline, which they wait for.
     os.nice(10)
+    # The parent's cache keys name the ptxas version it read first (see above).
+    triton.knobs.nvidia.mock_ptx_version = os.environ["TESSEL_PTXAS_VERSION"]
     # A process's first compile also hashes Triton's own files and sets up the backend:
     # done here, before the worker says it is ready.
     target = GPUTarget(*json.loads(os.environ["TESSEL_COMPILE_TARGET"]))
