@@ -9,8 +9,8 @@ import triton
 
 import tessel
 from conftest import assert_compiled
-from tessel.targets.triton import cubin_launch, target
-from tessel.targets.triton.launcher import KernelLauncher, interpreting
+from tessel.targets.triton import compile_pool, cubin_launch, target
+from tessel.targets.triton.launcher import KernelLauncher, compile_in_parallel, interpreting
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or interpreting(),
                                 reason="needs a CUDA device and TRITON_INTERPRET=0")
@@ -133,9 +133,9 @@ def test_reduce_overhead_replays_untimed_where_timing_runs_out_of_memory(monkeyp
     assert len(runners) == 1 and all(c is not None for c in runners[0].captures.values())
 
 
-def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph(runners):
-    """A block split around its fused attention (left native by choice) replays as one
-    CUDA graph, attention included, and sees each call's new input."""
+def attention_block():
+    """A block that is split around its fused attention (left native by choice), with
+    kernels on both sides of it."""
     attention = torch.nn.MultiheadAttention(64, 4, batch_first=True, device="cuda",
                                             dtype=torch.float16).eval()
 
@@ -145,6 +145,13 @@ def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph
         out = torch.nn.functional.scaled_dot_product_attention(
             *(t.view(2, 128, 4, 16).transpose(1, 2) for t in (q, k, v)), is_causal=True)
         return attention.out_proj(out.transpose(1, 2).reshape(2, 128, 64)).relu() + x
+    return fn
+
+
+def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph(runners):
+    """The split block replays as one CUDA graph, attention included, and sees each
+    call's new input."""
+    fn = attention_block()
     compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
     with torch.no_grad():
         for _ in range(3):
@@ -152,9 +159,32 @@ def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph
             torch.testing.assert_close(compiled(x), fn(x), atol=2e-2, rtol=2e-2)
     counters = tessel.stats()
     assert counters["native_ops"] and counters["graphs_compiled"] >= 2
-    assert len(runners) == 1 and isinstance(runners[0].host, torch.fx.GraphModule)
+    # One runner, for the whole split graph (a piece's graph name ends in "_piece").
+    assert len(runners) == 1 and runners[0].graph_name.endswith("_inference")
     assert all(capture is not None for capture in runners[0].captures.values())
     assert counters["cuda_graphs_declined"] == 0
+
+
+def test_a_split_graph_compiles_its_pieces_kernels_before_any_piece_runs(
+        tmp_path, monkeypatch):
+    """The split block's first call compiles both pieces' kernels in one batch; each
+    piece's own first call then finds all of its kernels compiled."""
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))  # nothing compiled before
+    to_compile = []
+
+    def counting(launches):
+        to_compile.append(len(compile_pool.specializations(launches)))
+        compile_in_parallel(launches)
+    monkeypatch.setattr(target, "compile_in_parallel", counting)
+    fn = attention_block()
+    with torch.no_grad():
+        x = torch.randn(2, 128, 64, device="cuda", dtype=torch.float16)
+        torch.testing.assert_close(torch.compile(fn, backend="mlir")(x), fn(x),
+                                   atol=2e-2, rtol=2e-2)
+    assert tessel.stats()["native_ops"]
+    assert_compiled(min_graphs=2)
+    together, *by_piece = to_compile
+    assert together >= 2 and by_piece == [0, 0]
 
 
 def test_bf16_linear_multiplies_bf16_operands_into_f32():

@@ -434,6 +434,28 @@ def test_a_graph_split_around_a_native_op_comes_from_the_cache_before_aot_autogr
     assert ops(warm) == ops(cold)
 
 
+def test_a_split_graph_compiles_all_its_pieces_kernels_in_one_batch(monkeypatch):
+    """Its first call dry-runs the whole split graph, the native op included, and
+    compiles every piece's kernels together, before any piece runs. (The interpreter
+    compiles nothing, so the batch is recorded here; each piece's own first call, which
+    on a GPU finds its kernels compiled, does not ask under the interpreter.)"""
+    from tessel.targets.triton import target
+    batches = []
+    monkeypatch.setattr(target, "compile_in_parallel", batches.append)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+
+    def fn(x):
+        return layer(x * 2).relu() + 1
+    x = torch.randn(2, 8, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(fn)(x), fn(x))
+    counters = assert_compiled(min_graphs=2)
+    assert len(counters["native_ops"]) == 1
+    (batch,) = batches
+    # Each piece has a kernels module of its own: both pieces' kernels are in the batch.
+    assert len({launcher.kernel.fn.__module__ for launcher, _ in batch}) == 2
+
+
 def test_a_damaged_cache_entry_is_a_miss(tmp_path):
     """An entry that cannot be read (a truncated write, another tessel's format) must
     not break the program: the graph compiles again."""

@@ -326,7 +326,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         for op, why in native.items():
             counters.record_native(f"{dump.graph_name}: {op}: {why}")
         log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(native))
-        split = _split(gm, dump.graph_name, options, kind, excluded | frozenset(native), reasons)
+        split = _split(gm, stages, options, kind, excluded | frozenset(native), reasons)
         return dump.graph_name, gm if split is None else split
     try:
         host, kernels, locate = _compile(gm, options, stages, kind)
@@ -354,7 +354,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     split = None
     if failure.op:
         try:
-            split = _split(gm, dump.graph_name, options, kind, excluded | {failure.op}, reasons)
+            split = _split(gm, stages, options, kind, excluded | {failure.op}, reasons)
         except Exception:  # splitting is best effort; eager is always right
             log.debug("tessel: could not split graph %s", dump.graph_name, exc_info=True)
     reasons.append(reason)
@@ -365,7 +365,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     return dump.graph_name, split
 
 
-def _split(gm: torch.fx.GraphModule, graph_name: str, options: Options, kind: str,
+def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str,
            excluded: frozenset[str], reasons: list[str]):
     """`gm` with every piece around the excluded ops compiled, or None if no piece
     is left to compile (or the split went MAX_ROUNDS deep).
@@ -375,8 +375,11 @@ def _split(gm: torch.fx.GraphModule, graph_name: str, options: Options, kind: st
     own: one capture then holds the eager calls between the pieces too, and no piece
     copies its inputs into a capture's buffers and its outputs out. GPT-2's block,
     split around its attention, spent 85 us of its 199 us of GPU time per call in such
-    copies (H100, torch.profiler). Split around native ops only, it is also remembered for a later
-    process, as a whole graph is (`remembering_inference`)."""
+    copies (H100, torch.profiler). Split around native ops only, it is also remembered
+    for a later process, as a whole graph is (`remembering_inference`), and its first
+    call builds all its pieces' code at once (`Target.building_pieces_together`), from
+    a dry run in which those ops run on unwritten buffers: an op split around because
+    it failed to compile might read indices from them, and is never run so."""
     if kind != "inference":
         found = _split_pieces(gm, options, kind, excluded, reasons)
         return None if found is None else found[0]
@@ -388,7 +391,9 @@ def _split(gm: torch.fx.GraphModule, graph_name: str, options: Options, kind: st
     native = native_ops_in(gm)
     if excluded <= native.keys():
         _remember_split(gm, split, pieces, native, target.name)
-    return target.replayed(split, graph_name, _static_inputs(gm, kind), options)
+        if not options.check_accuracy:  # its checks would compare the dry run's garbage
+            split = target.building_pieces_together(split, stages)
+    return target.replayed(split, stages.dump.graph_name, _static_inputs(gm, kind), options)
 
 
 def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,

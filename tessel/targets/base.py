@@ -50,6 +50,12 @@ class Target(ABC):
         place (parameters, buffers). This target replays nothing."""
         return run
 
+    def building_pieces_together(self, split: Callable, stages) -> Callable:
+        """`split`, a split graph that calls compiled pieces with only native ops
+        (frontend/native_ops.py) between them, as its first call should run where the
+        target builds code at a piece's first call. This target builds nothing then."""
+        return split
+
     @abstractmethod
     def compile(self, module: ir.Module, signature, options, stages,
                 cache_key: str | None = None) -> tuple[Callable, int]:

@@ -113,8 +113,9 @@ def compile_in_parallel(launches: list[tuple[KernelLauncher, tuple]]) -> None:
     Triton's cache and compile what they could not. Threads alone are the
     fallback: Triton releases the GIL in its MLIR, LLVM and ptxas stages, not in its
     front end (186 kernels of densenet121 for sm_90 on the 16-core H100 machine: 16.8 s
-    one by one, 7.6 s on 16 threads, 3.6 s on 16 processes)."""
-    if AsyncCompileMode is None or not launches:
+    one by one, 7.6 s on 16 threads, 3.6 s on 16 processes). The interpreter runs
+    kernels from their source: nothing to compile."""
+    if AsyncCompileMode is None or not launches or interpreting():
         return
     pool = compile_pool.shared_pool()
     if pool is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, ClassVar
@@ -34,11 +35,14 @@ from tessel.targets.triton.kernel_source import UnsupportedKernel
 from tessel.targets.triton.launcher import (
     KernelLauncher,
     compile_in_parallel,
+    dry_running,
     interpreting,
     launch_mode,
     on_device_of_inputs,
     recorded_launches,
 )
+
+log = logging.getLogger("tessel")
 
 
 def cache_dir() -> Path:
@@ -64,12 +68,15 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
     launch, which costs less than the dry run that finds their arguments. With `tune`,
     each launch's configuration is first chosen by timing, or read from an earlier
     tuning, from its kernel kind's space (autotune.py). `loaded` runs after the first
-    call, when every kernel it launched is loaded."""
+    call, when every kernel it launched is loaded. Within a dry run of a split graph
+    that `host` is a piece of, it records its launches there and compiles nothing."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
     compiled = called = False
 
     def launch(*args):
         nonlocal compiled, called
+        if dry_running():
+            return host(*args)
         try:
             if (compile_first or tune) and not compiled and not interpreting():
                 with stages.timed("triton-dry-run"):
@@ -191,6 +198,34 @@ class TritonTarget(Target):
         host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins)
         return (self.replayed(host, stages.dump.graph_name, signature.static_inputs, options),
                 entry["kernels"])
+
+    def building_pieces_together(self, split: Callable, stages: Stages) -> Callable:
+        """`split`, whose first call compiles the kernels of all its pieces in one
+        parallel batch, found by a dry run of the whole split graph, before it runs.
+        Each piece would otherwise compile its kernels at its own first call, after the
+        piece before it ran; GPT-2's block, split around its attention, compiled two
+        batches one after the other. In the dry run, the native ops between pieces run
+        on buffers that no kernel wrote: fused attention reads no indices from them.
+        Kernels that a piece loads from its cached cubins are left out; where the dry
+        run or the batch fails, each piece compiles its own, and reports its errors."""
+        built = False
+
+        def first_builds_all_pieces(*args):
+            nonlocal built
+            if not built:
+                built = True
+                try:
+                    with stages.timed("triton-dry-run"):
+                        launches = recorded_launches(split, args)
+                    with stages.timed("triton-compile"):
+                        compile_in_parallel([(launcher, launch_args)
+                                             for launcher, launch_args in launches
+                                             if launcher.cached is None])
+                except Exception:  # noqa: BLE001 -- each piece compiles its own next
+                    log.debug("tessel: graph %s: its pieces' kernels compile one piece "
+                              "at a time", stages.dump.graph_name, exc_info=True)
+            return split(*args)
+        return first_builds_all_pieces
 
     def replayed(self, run: Callable, graph_name: str, static_inputs: frozenset[int],
                  options) -> Callable:
