@@ -251,3 +251,15 @@ def test_a_graph_whose_tensors_are_on_another_device_than_the_current_runs_there
         torch.testing.assert_close(compiled(x, w), fn(x, w))
     assert_compiled()
     assert torch.cuda.current_device() == 0
+
+
+def test_bf16_sums_accumulate_in_f32():
+    """On the GPU too (tl.sum adds bf16 in bf16): looped rows of 0.3s and rows of one
+    block match eager's f32-accumulated sums."""
+    def fn(x, y):
+        return x.sum(-1), y.sum(-1)
+    x = torch.full((2, 131072), 0.3, dtype=torch.bfloat16, device="cuda")
+    y = torch.rand(4, 4096, dtype=torch.bfloat16, device="cuda")
+    for actual, expected in zip(torch.compile(fn, backend="mlir")(x, y), fn(x, y)):
+        torch.testing.assert_close(actual, expected)
+    assert_compiled()

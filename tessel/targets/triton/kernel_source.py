@@ -124,6 +124,23 @@ _COMBINERS = {
     "arith.andi": ("tl.reduce({x}, 0, _bitwise_and)", "-1", "{init} & {x}"),
     "arith.ori": ("tl.reduce({x}, 0, _bitwise_or)", "0", "{init} | {x}"),
 }
+# Sums and products of f16/bf16 round at every step: they accumulate in f32, as eager's
+# reductions do (opmath), and round once. Max and min are exact in any type.
+_WIDENED_COMBINERS = ("arith.addf", "arith.mulf")
+
+
+def _accumulator_element(reduction: ir.Operation) -> str:
+    """The element type a reduction accumulates in: f32 for a sum or product of
+    f16/bf16, else its result's."""
+    element = element_name(reduction.results[0])
+    block = reduction.regions[0].blocks[0]
+    combiner = ir.operation_of(list(block.operations)[-1].operation.operands[0].owner)
+    if element in ("f16", "bf16") and combiner is not None \
+            and combiner.name in _WIDENED_COMBINERS:
+        return "f32"
+    return element
+
+
 _CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
                     "uge", "ult", "ule", "une", "uno", "true"]
 CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
@@ -435,12 +452,14 @@ class _Writer:
                 identity = "1"
             masked = self.fresh()
             prologue = _as_expression(self.value(others[0], names))
+            accumulated = _TRITON_DTYPES[_accumulator_element(op)]
+            if accumulated != _TRITON_DTYPES[element]:
+                prologue = f"{prologue}.to({accumulated})"
             self.emit(f"{masked} = tl.where(mask, {prologue}, "
-                      f"tl.full([BLOCK], {identity}, {_TRITON_DTYPES[element]}))")
+                      f"tl.full([BLOCK], {identity}, {accumulated}))")
             if op in self.accumulating:
                 # A looped row: combine chunk by chunk; _looped_pass reduces after the loop.
-                self.accumulate(op, masked, merge, f"tl.full([BLOCK], {identity}, "
-                                                   f"{_TRITON_DTYPES[element]})")
+                self.accumulate(op, masked, merge, f"tl.full([BLOCK], {identity}, {accumulated})")
                 return
             self.finish_reduction(op, masked)
             return
@@ -489,10 +508,17 @@ class _Writer:
         reduced = self.fresh()
         self.emit(f"{reduced} = {reduce_call.format(x=row)}")
         n_inputs = len(op.operands) - 1
-        init, _ = self.read(op.operands[n_inputs], ir.indexing_maps(op)[n_inputs],
-                            ["0"] * len(loop_ranges(op)), "scalar")
+        init, init_kind = self.read(op.operands[n_inputs], ir.indexing_maps(op)[n_inputs],
+                                    ["0"] * len(loop_ranges(op)), "scalar")
         result = self.fresh()
-        self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
+        element, accumulated = element_name(op.results[0]), _accumulator_element(op)
+        if accumulated == element:
+            self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
+        else:  # rounded once, as eager rounds a sum it accumulated in f32
+            if not init_kind.startswith("literal"):
+                init = f"{init}.to({_TRITON_DTYPES[accumulated]})"
+            wide = merge.format(init=init, x=reduced)
+            self.emit(f"{result} = ({wide}).to({_TRITON_DTYPES[element]})")
         self.registers[op.results[0]] = (result, "scalar")
 
     def window_reduction(self, op: ir.Operation, domain: list[int | str],
