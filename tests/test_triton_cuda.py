@@ -263,3 +263,14 @@ def test_bf16_sums_accumulate_in_f32():
     for actual, expected in zip(torch.compile(fn, backend="mlir")(x, y), fn(x, y)):
         torch.testing.assert_close(actual, expected)
     assert_compiled()
+
+
+def test_a_whole_tensor_reduction_larger_than_a_block_loops_in_one_program():
+    """A loss's mean and a variance over 19200 points (blocks of 1024) compile for the
+    GPU and match eager."""
+    def fn(x, y):
+        return torch.nn.functional.mse_loss(x, y), x.var()
+    x, y = torch.randn(64, 300, device="cuda"), torch.randn(64, 300, device="cuda")
+    for actual, expected in zip(torch.compile(fn, backend="mlir")(x, y), fn(x, y)):
+        torch.testing.assert_close(actual, expected)
+    assert_compiled()

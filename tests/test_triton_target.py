@@ -224,6 +224,21 @@ def test_half_precision_sums_accumulate_in_f32(tmp_path, dtype):
     assert kernels.count("tl.full([BLOCK], 0, tl.float32)") >= 2
 
 
+def test_whole_tensor_reductions_larger_than_a_block_loop_in_one_program(tmp_path):
+    """A loss's mean over more points than a block (19200 here, in blocks of 1024)
+    stopped the graph's compile ("a reduction of 19200 elements in one block of 1024"):
+    one program now walks the tensor in chunks, a pass per reduction (the variance
+    takes two: its mean, then the squared deviations)."""
+    def fn(x, y):
+        return F.mse_loss(x, y), x.var(), x.sum() + y.amin()
+    x, y = torch.randn(64, 300), torch.randn(64, 300)
+    for actual, expected in zip(compile_triton(fn, tmp_path / "dump")(x, y), fn(x, y)):
+        torch.testing.assert_close(actual, expected)
+    assert_compiled()
+    kernels, _ = generated_files(tmp_path / "dump")
+    assert kernels.count("for start in range(0, 19200, BLOCK):") >= 4
+
+
 def test_half_precision_linear_multiplies_the_half_operands(tmp_path):
     """PyTorch's addmm decomposition widens a half linear's operands to f32 before the
     matmul; cuBLAS must get the half tensors themselves (narrow-matmul-operands), not

@@ -823,12 +823,11 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
     writer.row_shape = writer.row_extent(whole[0] if reducing else generics[-1])
     size = _points(writer.row_shape)
     if reducing:
-        # A whole-tensor reduction: one program holds everything.
+        # A whole-tensor reduction: one program holds everything, or loops over it.
         if not isinstance(size, int):
             raise UnsupportedKernel("linalg.generic", "a whole-tensor reduction of dynamic size")
         if size > writer.block:
-            raise UnsupportedKernel("linalg.generic", f"a reduction of {size} elements in one "
-                                    f"block of {writer.block}")
+            return _looped_whole_reduction(writer, generics, whole, body[-1], size)
         writer.emit("r = tl.arange(0, BLOCK)")
         grid = (1,)
     else:
@@ -840,6 +839,30 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         writer.generic(op)
     _store_yielded(writer, body[-1])
     return grid
+
+
+def _looped_whole_reduction(writer: _Writer, generics: list[ir.Operation],
+                            reductions: list[ir.Operation], terminator: ir.Operation,
+                            size: int) -> tuple[int]:
+    """A whole-tensor reduction of more points than a block (a loss's mean over a
+    batch of images): one program walks the tensor in chunks of BLOCK, one pass per
+    reduction, as a looped row does, then computes what follows from the reductions'
+    results. Those ops and the kernel's results must be of one point each (what
+    follows a whole-tensor reduction usually is); a result of the tensor's size would
+    need one more pass, which is not built."""
+    rest = generics[generics.index(reductions[-1]) + 1:]
+    if any(_points(loop_ranges(op)) != 1 for op in rest) or \
+            any(_points(ir.RankedTensorType(v.type).shape) != 1 for v in terminator.operands):
+        raise UnsupportedKernel("linalg.generic", f"a reduction of {size} elements, in one "
+                                f"block of {writer.block}, with results of more than one point")
+    writer.running_maxima = online_softmax.running_maxima(reductions)
+    for reduction in reductions:
+        if reduction not in writer.running_maxima.values():  # else summed with it
+            _looped_pass(writer, generics, {}, size, reduction, [])
+    for op in rest:
+        writer.generic(op)
+    _store_yielded(writer, terminator)
+    return (1,)
 
 
 # Scans, by combiner: a chunk's scan, its total, the identity, and how a value merges
