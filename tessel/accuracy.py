@@ -107,10 +107,12 @@ def first_divergent_kernel(gm: torch.fx.GraphModule, host, signature: GraphSigna
                            args, target, options, stages, folder: Path) -> str:
     """A sentence naming the first kernel whose result differs from eager (or saying that
     none does), with the path of its IR and the command that replays it."""
-    if options.pipeline is not None or host.kernel_ir is None:
-        return ("kernel bisection needs the default pipeline's stages (no options.pipeline) "
-                "and a graph with kernels")
-    stage, kernel_ir = host.kernel_ir
+    # The CPU target keeps its kernel-forming stage's IR; the Triton target keeps none.
+    kept = getattr(host, "kernel_ir", None)
+    if options.pipeline is not None or kept is None:
+        return ("kernel bisection needs the CPU target, the default pipeline's stages (no "
+                "options.pipeline) and a graph with kernels")
+    stage, kernel_ir = kept
     graph_order = {node.name: n for n, node in enumerate(gm.graph.nodes)}
     module = ir.parse_module(kernel_ir)
     exposed = expose_kernel_results(module, graph_order)

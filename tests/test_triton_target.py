@@ -491,6 +491,21 @@ def test_a_split_graph_compiles_all_its_pieces_kernels_in_one_batch(monkeypatch)
     assert len({launcher.kernel.fn.__module__ for launcher, _ in batch}) == 2
 
 
+def test_check_accuracy_on_the_triton_target_says_bisection_needs_the_cpu_target(monkeypatch):
+    """A wrong kernel is caught and eager's result returned; the warning says why no
+    kernel is named (bisection rebuilds the CPU target's kernel IR) instead of failing
+    with an AttributeError."""
+    from tessel.targets.triton import kernel_source
+    monkeypatch.setitem(kernel_source._BINARY, "arith.mulf", "+")  # x * 3 becomes x + 3
+    compiled = torch.compile(lambda t: t * 3, backend="mlir",
+                             options={"target": "triton", "check_accuracy": True})
+    x = torch.randn(8, 8)
+    with pytest.warns(UserWarning, match="differs from eager") as caught:
+        torch.testing.assert_close(compiled(x), x * 3)
+    (message,) = [str(w.message) for w in caught if "differs from eager" in str(w.message)]
+    assert "kernel bisection needs the CPU target" in message
+
+
 def test_a_damaged_cache_entry_is_a_miss(tmp_path):
     """An entry that cannot be read (a truncated write, another tessel's format) must
     not break the program: the graph compiles again."""
