@@ -31,9 +31,9 @@ names at each compile. Inductor sets that variable at its first compile (to torc
 ptxas): a parent that compiled before keys by Triton's own ptxas, and workers started
 after by torch's, so the parent missed every kernel they compiled and compiled it
 again (the GPT-2 block's 6 kernels on the H100, after Inductor had compiled in the same
-process: 0.25-0.39 s each, on the parent's threads). A worker takes the parent's
+process: 0.24-0.39 s each, on the parent's threads). A worker takes the parent's
 version for its keys (Triton's TRITON_MOCK_PTX_VERSION knob, set in the worker only)
-and runs the ptxas the parent would.
+and, like the parent, runs the ptxas that its environment names.
 
 TESSEL_COMPILE_PROCESSES sets the number of workers (default: one per core, at most
 32); 0 compiles on threads of the parent only.
