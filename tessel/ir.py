@@ -82,6 +82,13 @@ def is_identity_map(affine_map, skipped: frozenset[int] = frozenset()) -> bool:
             for e in affine_map.results] == kept
 
 
+def combining_op(reduction):
+    """The op whose result a linalg.generic reduction's body yields, the one that
+    combines each value with the accumulator (None: the body yields a block argument)."""
+    body = list(reduction.regions[0].blocks[0].operations)
+    return operation_of(body[-1].operation.operands[0].owner)
+
+
 def sole_cast(generic) -> str | None:
     """The op name of the one cast (arith.extf, arith.truncf, ...) that the body of the
     linalg.generic `generic` applies to its first input and yields, else None."""

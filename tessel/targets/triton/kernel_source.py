@@ -133,8 +133,7 @@ def _accumulator_element(reduction: ir.Operation) -> str:
     """The element type a reduction accumulates in: f32 for a sum or product of
     f16/bf16, else its result's."""
     element = element_name(reduction.results[0])
-    block = reduction.regions[0].blocks[0]
-    combiner = ir.operation_of(list(block.operations)[-1].operation.operands[0].owner)
+    combiner = ir.combining_op(reduction)
     if element in ("f16", "bf16") and combiner is not None \
             and combiner.name in _WIDENED_COMBINERS:
         return "f32"
@@ -502,9 +501,7 @@ class _Writer:
     def finish_reduction(self, op: ir.Operation, row: str) -> None:
         """The reduction `op` of the vector `row` (masked with its identity), merged with
         its init: a scalar register."""
-        block = op.regions[0].blocks[0]
-        combiner = ir.operation_of(list(block.operations)[-1].operation.operands[0].owner)
-        reduce_call, _, merge = _COMBINERS[combiner.name]
+        reduce_call, _, merge = _COMBINERS[ir.combining_op(op).name]
         reduced = self.fresh()
         self.emit(f"{reduced} = {reduce_call.format(x=row)}")
         n_inputs = len(op.operands) - 1

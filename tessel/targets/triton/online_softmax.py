@@ -44,14 +44,8 @@ def rescale(old: str, new: str) -> str:
     return f"tl.where({old} == {new}, 1.0, tl.exp({old} - {new}))"
 
 
-def _combining_op(reduction: ir.Operation) -> ir.Operation | None:
-    """The op whose result a reduction's body yields (None: a block argument)."""
-    body = list(reduction.regions[0].blocks[0].operations)
-    return ir.operation_of(body[-1].operation.operands[0].owner)
-
-
 def _combiner(reduction: ir.Operation) -> str | None:
-    combiner = _combining_op(reduction)
+    combiner = ir.combining_op(reduction)
     return combiner.name if combiner is not None else None
 
 
@@ -59,7 +53,7 @@ def _summand(reduction: ir.Operation) -> ir.Value | None:
     """The value a reduction combines into its accumulator (its prologue's result)."""
     block = reduction.regions[0].blocks[0]
     accumulator = block.arguments[len(block.arguments) - 1]
-    combiner = _combining_op(reduction)
+    combiner = ir.combining_op(reduction)
     others = [v for v in combiner.operands if v != accumulator] if combiner else []
     return others[0] if len(others) == 1 else None
 
