@@ -22,6 +22,26 @@ def cnn_with_batch_norm():
     return model, (torch.randn(2, 3, 16, 16),)
 
 
+class DenseTransition(torch.nn.Module):
+    """densenet121's pattern: a dense layer's output concatenated to its input, then a
+    transition's 1x1 convolution and 2x2 average pooling (on 15x15 maps: the last row
+    and column fall outside every window, so their gradient is 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Sequential(torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                                          torch.nn.Conv2d(4, 4, 3, padding=1))
+        self.transition = torch.nn.Sequential(torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                               torch.nn.Conv2d(8, 6, 1), torch.nn.AvgPool2d(2, 2))
+
+    def forward(self, x):
+        return self.transition(torch.cat([x, self.layer(x)], 1)).flatten(1)
+
+
+def dense_transition():
+    return DenseTransition(), (torch.randn(2, 4, 15, 15),)
+
+
 def transformer_encoder_layer():
     layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                              batch_first=True, dropout=0.0)
@@ -62,7 +82,8 @@ def test_transformer_layer_fast_path_stays_native(device):
     assert "aten._transformer_encoder_layer_fwd" in counters["native_ops"][0]
 
 
-@pytest.mark.parametrize("build", [mlp, cnn_with_batch_norm, transformer_encoder_layer])
+@pytest.mark.parametrize("build", [mlp, cnn_with_batch_norm, transformer_encoder_layer,
+                                   dense_transition])
 def test_model_gradients(build, device):
     model, inputs = on(device, *build())
     reference = build()[0].to(device)

@@ -440,6 +440,26 @@ def equal_to_itself(a, b):
     return NotImplemented
 
 
+def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad, divisor_override):
+    """avg_pool2d's gradient where the windows tile the input without overlap or
+    padding (stride equal to the kernel, as densenet's transition layers pool): each
+    input point gets its window's output gradient over the divisor, and points past the
+    last whole window get 0. torch-mlir does not lower the op (densenet121's train step
+    ran its whole backward graph eagerly); other windows keep it."""
+    kh, kw = kernel_size if len(kernel_size) == 2 else (kernel_size[0],) * 2
+    sh, sw = (kh, kw) if not stride else stride if len(stride) == 2 else (stride[0],) * 2
+    if (sh, sw) != (kh, kw) or any(padding) or ceil_mode:
+        return NotImplemented
+    out_h, out_w = grad_output.shape[-2:]
+    batch = grad_output.shape[:-2]
+    share = grad_output / (divisor_override or kh * kw)
+    spread = share.unsqueeze(-1).unsqueeze(-3).expand(*batch, out_h, kh, out_w, kw)
+    spread = spread.reshape(*batch, out_h * kh, out_w * kw)
+    height, width = x.shape[-2:]
+    return aten.constant_pad_nd(spread, [0, width - out_w * kw, 0, height - out_h * kh], 0.0)
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
@@ -486,5 +506,6 @@ def lowerable_decompositions() -> dict:
         aten.cummin.default: cummin,
         aten.searchsorted.Tensor: searchsorted,
         aten.logcumsumexp.default: logcumsumexp,
+        aten.avg_pool2d_backward.default: avg_pool2d_backward,
     })
     return table
