@@ -35,12 +35,16 @@ def is_multiply_accumulate(op: ir.Operation) -> bool:
 
 def is_contraction(op: ir.Operation) -> bool:
     """A matmul-like op: named matmul/batch_matmul, or a generic with a reduction whose
-    body multiply-accumulates two inputs (what BLAS gemm computes)."""
+    body multiply-accumulates two inputs (what BLAS gemm computes), each operand read
+    along loop dims (a convolution's weight gradient reads `h * stride + kh`: no gemm
+    takes that, and it stays a loop nest)."""
     if op.name in NAMED_CONTRACTIONS:
         return True
     return (op.name == "linalg.generic"
             and any("reduction" in str(t) for t in op.attributes["iterator_types"])
-            and is_multiply_accumulate(op))
+            and is_multiply_accumulate(op)
+            and all(isinstance(e, ir.AffineDimExpr)
+                    for m in ir.indexing_maps(op) for e in m.results))
 
 
 def library_callee(op: ir.Operation) -> str | None:
