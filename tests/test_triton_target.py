@@ -491,6 +491,25 @@ def test_a_split_graph_compiles_all_its_pieces_kernels_in_one_batch(monkeypatch)
     assert len({launcher.kernel.fn.__module__ for launcher, _ in batch}) == 2
 
 
+def test_a_classifier_s_backward_compiles_whole():
+    """The torch.compile tutorial's densenet121 train step ran its backward graph
+    eagerly on the GPU; three of its parts, each of which had stopped the graph's
+    compile, are here: cross_entropy's backward builds its scatter's indices and values
+    in one generic of three result types (left unwrapped), a strided convolution's
+    weight gradient is a multiply-accumulate that no gemm takes (it reads
+    `h * 2 + kh`), and 2x2 average pooling's backward has no torch-mlir lowering."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, stride=2), torch.nn.ReLU(),
+                                torch.nn.AvgPool2d(2, 2), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 3 * 3, 5))
+    reference = copy.deepcopy(model)
+    x, target = torch.randn(2, 3, 15, 15), torch.tensor([1, 4])
+    F.cross_entropy(compile_triton(model)(x), target).backward()
+    F.cross_entropy(reference(x), target).backward()
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+    assert assert_compiled(min_graphs=2)["backward_graphs_compiled"] == 1
+
+
 def test_check_accuracy_on_the_triton_target_says_bisection_needs_the_cpu_target(monkeypatch):
     """A wrong kernel is caught and eager's result returned; the warning says why no
     kernel is named (bisection rebuilds the CPU target's kernel IR) instead of failing

@@ -810,9 +810,14 @@ def _capture_constants(kernel: ir.Operation, writer: _Writer) -> None:
 
 
 def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
-    generics = [op for op in body if op.name == "linalg.generic"]
-    if not generics or len(generics) != len(body) - 1:
-        names = sorted({op.name for op in body[:-1] if op.name != "linalg.generic"})
+    if body[-1].name == "tkern.yield":
+        ops, results = body[:-1], list(body[-1].operands)
+    else:  # a generic left unwrapped (results of several types, e.g. nll_loss's
+        # backward building a scatter's indices and values): its results are the kernel's
+        ops, results = body, list(body[-1].results)
+    generics = [op for op in ops if op.name == "linalg.generic"]
+    if not generics or len(generics) != len(ops):
+        names = sorted({op.name for op in ops if op.name != "linalg.generic"})
         raise UnsupportedKernel(names[0] if names else "tkern.kernel",
                                 "only linalg.generic ops outside a row loop are supported")
     whole = _row_reductions(generics)
@@ -824,7 +829,7 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
         if not isinstance(size, int):
             raise UnsupportedKernel("linalg.generic", "a whole-tensor reduction of dynamic size")
         if size > writer.block:
-            return _looped_whole_reduction(writer, generics, whole, body[-1], size)
+            return _looped_whole_reduction(writer, generics, whole, results, size)
         writer.emit("r = tl.arange(0, BLOCK)")
         grid = (1,)
     else:
@@ -834,12 +839,12 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
     writer.emit(f"mask = r < {size}")
     for op in generics:
         writer.generic(op)
-    _store_yielded(writer, body[-1])
+    _store_results(writer, results)
     return grid
 
 
 def _looped_whole_reduction(writer: _Writer, generics: list[ir.Operation],
-                            reductions: list[ir.Operation], terminator: ir.Operation,
+                            reductions: list[ir.Operation], results: list[ir.Value],
                             size: int) -> tuple[int]:
     """A whole-tensor reduction of more points than a block (a loss's mean over a
     batch of images): one program walks the tensor in chunks of BLOCK, one pass per
@@ -849,7 +854,7 @@ def _looped_whole_reduction(writer: _Writer, generics: list[ir.Operation],
     need one more pass, which is not built."""
     rest = generics[generics.index(reductions[-1]) + 1:]
     if any(_points(loop_ranges(op)) != 1 for op in rest) or \
-            any(_points(ir.RankedTensorType(v.type).shape) != 1 for v in terminator.operands):
+            any(_points(ir.RankedTensorType(v.type).shape) != 1 for v in results):
         raise UnsupportedKernel("linalg.generic", f"a reduction of {size} elements, in one "
                                 f"block of {writer.block}, with results of more than one point")
     writer.running_maxima = online_softmax.running_maxima(reductions)
@@ -858,7 +863,7 @@ def _looped_whole_reduction(writer: _Writer, generics: list[ir.Operation],
             _looped_pass(writer, generics, {}, size, reduction, [])
     for op in rest:
         writer.generic(op)
-    _store_yielded(writer, terminator)
+    _store_results(writer, results)
     return (1,)
 
 
@@ -921,10 +926,10 @@ def _scan_kernel(writer: _Writer, scan: ir.Operation) -> tuple[int]:
     return (_points([shape[d] for d in rows]),)
 
 
-def _store_yielded(writer: _Writer, terminator: ir.Operation) -> None:
-    """Store each value a whole-tensor kernel yields, into a buffer shaped like the
-    init of the op that computes it."""
-    for value in terminator.operands:
+def _store_results(writer: _Writer, results: list[ir.Value]) -> None:
+    """Store each result of a whole-tensor kernel into a buffer shaped like the init
+    of the op that computes it."""
+    for value in results:
         producer = ir.operation_of(value.owner)
         index = list(producer.results).index(value) if producer is not None else -1
         init = producer.operands[len(producer.operands) - len(producer.results) + index]
@@ -989,7 +994,7 @@ def _gemm_template(writer: _Writer, body: list[ir.Operation]) -> tuple[int, int,
         if op.name != "linalg.generic":
             raise UnsupportedKernel(op.name, "only element-wise generics around a gemm template")
         writer.generic(op)
-    _store_yielded(writer, body[-1])
+    _store_results(writer, list(body[-1].operands))
     return m, n, k
 
 
