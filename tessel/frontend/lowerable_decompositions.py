@@ -442,22 +442,44 @@ def equal_to_itself(a, b):
 
 def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
                         count_include_pad, divisor_override):
-    """avg_pool2d's gradient where the windows tile the input without overlap or
-    padding (stride equal to the kernel, as densenet's transition layers pool): each
-    input point gets its window's output gradient over the divisor, and points past the
-    last whole window get 0. torch-mlir does not lower the op (densenet121's train step
-    ran its whole backward graph eagerly); other windows keep it."""
+    """avg_pool2d's gradient: each input point gets, from every window it is in, that
+    window's output gradient over the window's divisor. torch-mlir does not lower the op
+    (densenet121's train step ran its whole backward graph eagerly). ceil_mode, whose
+    last windows may overhang the padded input, keeps the op."""
     kh, kw = kernel_size if len(kernel_size) == 2 else (kernel_size[0],) * 2
     sh, sw = (kh, kw) if not stride else stride if len(stride) == 2 else (stride[0],) * 2
-    if (sh, sw) != (kh, kw) or any(padding) or ceil_mode:
+    ph, pw = padding if len(padding) == 2 else (padding[0],) * 2
+    if ceil_mode:
         return NotImplemented
+    height, width = x.shape[-2:]
     out_h, out_w = grad_output.shape[-2:]
     batch = grad_output.shape[:-2]
-    share = grad_output / (divisor_override or kh * kw)
-    spread = share.unsqueeze(-1).unsqueeze(-3).expand(*batch, out_h, kh, out_w, kw)
-    spread = spread.reshape(*batch, out_h * kh, out_w * kw)
-    height, width = x.shape[-2:]
-    return aten.constant_pad_nd(spread, [0, width - out_w * kw, 0, height - out_h * kh], 0.0)
+    if divisor_override:
+        share = grad_output / divisor_override
+    elif count_include_pad or not (ph or pw):
+        share = grad_output / (kh * kw)
+    else:  # each window's count of input points, padding left out: a sum pool of ones
+        ones = x.new_ones((1,) * (x.dim() - 2) + (height, width))
+        share = grad_output / aten.avg_pool2d(ones, [kh, kw], [sh, sw], [ph, pw], False,
+                                              False, 1)
+    if (sh, sw) == (kh, kw) and not (ph or pw):
+        # Windows that tile the input (densenet's transitions): the share spreads over
+        # its window, and points past the last whole window get 0.
+        spread = share.unsqueeze(-1).unsqueeze(-3).expand(*batch, out_h, kh, out_w, kw)
+        spread = spread.reshape(*batch, out_h * kh, out_w * kw)
+        return aten.constant_pad_nd(spread, [0, width - out_w * kw, 0, height - out_h * kh],
+                                    0.0)
+    # Overlapping or padded windows: each of the kernel's kh * kw offsets adds the
+    # shares, strided, into the gradient of the padded input.
+    padded = x.new_zeros((*batch, height + 2 * ph, width + 2 * pw))
+    rows_end, columns_end = (out_h - 1) * sh + 1, (out_w - 1) * sw + 1
+    for i in range(kh):
+        rows = padded[..., i:i + rows_end:sh, :]
+        for j in range(kw):
+            added = rows[..., j:j + columns_end:sw] + share
+            rows = aten.slice_scatter(rows, added, -1, j, j + columns_end, sw)
+        padded = aten.slice_scatter(padded, rows, -2, i, i + rows_end, sh)
+    return padded[..., ph:ph + height, pw:pw + width]
 
 
 def lowerable_decompositions() -> dict:
