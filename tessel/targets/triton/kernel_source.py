@@ -434,7 +434,7 @@ class _Writer:
             if kind != "row":
                 raise UnsupportedKernel("linalg.generic", "a reduction of part of a row")
             out_argument = block.arguments[n_inputs]
-            combiner = ir.operation_of(yielded[0].owner)
+            combiner = ir.combining_op(op)
             if combiner is None or combiner.name not in _COMBINERS:
                 raise UnsupportedKernel("linalg.generic", "a reduction whose combiner is "
                                         f"{combiner.name if combiner else 'a block argument'}")
@@ -857,10 +857,7 @@ def _looped_whole_reduction(writer: _Writer, generics: list[ir.Operation],
             any(_points(ir.RankedTensorType(v.type).shape) != 1 for v in results):
         raise UnsupportedKernel("linalg.generic", f"a reduction of {size} elements, in one "
                                 f"block of {writer.block}, with results of more than one point")
-    writer.running_maxima = online_softmax.running_maxima(reductions)
-    for reduction in reductions:
-        if reduction not in writer.running_maxima.values():  # else summed with it
-            _looped_pass(writer, generics, {}, size, reduction, [])
+    _reduction_passes(writer, generics, {}, size, reductions)
     for op in rest:
         writer.generic(op)
     _store_results(writer, results)
@@ -1059,11 +1056,7 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     if not isinstance(size, int) or size > writer.block:
         # A looped row: one pass over the row per reduction, each recomputing what
         # feeds it chunk by chunk, then a pass that computes and stores the outputs.
-        reductions = _row_reductions(tiles)
-        writer.running_maxima = online_softmax.running_maxima(reductions)
-        for reduction in reductions:
-            if reduction not in writer.running_maxima.values():  # else summed with it
-                _looped_pass(writer, ops[:-1], destinations, size, reduction, [])
+        _reduction_passes(writer, ops[:-1], destinations, size, _row_reductions(tiles))
         _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
         return (_points(bounds),)
     writer.emit("r = tl.arange(0, BLOCK)")
@@ -1087,6 +1080,16 @@ def _row_bounds(writer: _Writer, forall: ir.Operation) -> list[int | str]:
 def _row_reductions(generics: list[ir.Operation]) -> list[ir.Operation]:
     """The generics that reduce whole rows (pooling windows are unrolled per point)."""
     return [op for op in generics if _reduction_dims(op) and pooling_window(op) is None]
+
+
+def _reduction_passes(writer: _Writer, ops: list[ir.Operation], destinations: dict,
+                      size: int | str, reductions: list[ir.Operation]) -> None:
+    """A chunk loop per reduction of a looped row (or whole tensor), in order; a sum
+    that an online softmax pairs with the max before it accumulates in that max's loop."""
+    writer.running_maxima = online_softmax.running_maxima(reductions)
+    for reduction in reductions:
+        if reduction not in writer.running_maxima.values():
+            _looped_pass(writer, ops, destinations, size, reduction, [])
 
 
 def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, size: int | str,
