@@ -274,3 +274,50 @@ def test_a_whole_tensor_reduction_larger_than_a_block_loops_in_one_program():
     for actual, expected in zip(torch.compile(fn, backend="mlir")(x, y), fn(x, y)):
         torch.testing.assert_close(actual, expected)
     assert_compiled()
+
+
+def _recorded_cuda_graphs(node_lists) -> list:
+    """The nodes of a CUDA graph tree (roots or children, by function), depth first."""
+    return [recorded for nodes in node_lists.values() for node in nodes
+            for recorded in [node, *_recorded_cuda_graphs(node.children)]]
+
+
+def test_a_train_step_replays_forward_and_backward_in_one_cuda_graph_tree(runners):
+    """reduce-overhead on a training step: the forward and the backward are recorded
+    once each, in PyTorch's CUDA graph trees, where the backward reads the forward's
+    activations in place (no copies, unlike a capture of its own); the losses follow
+    eager's, step by step, with the optimizer's update between replays."""
+    from torch._inductor import cudagraph_trees
+
+    def build():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 10)).cuda()
+    model, reference = build(), build()
+
+    def trainer(module):
+        optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+
+        def step(x, y):
+            optimizer.zero_grad(True)
+            loss = torch.nn.functional.cross_entropy(module(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+        return step
+    compiled, eager = torch.compile(trainer(model), backend="mlir", mode="reduce-overhead"), \
+        trainer(reference)
+    for _ in range(5):
+        x, y = torch.randn(16, 3, 16, 16, device="cuda"), torch.randint(10, (16,), device="cuda")
+        torch.testing.assert_close(compiled(x, y).item(), eager(x, y).item(),
+                                   atol=1e-4, rtol=1e-4)
+    assert_compiled()
+    assert tessel.stats()["backward_graphs_compiled"] == 1
+    manager = cudagraph_trees.get_container(torch.cuda.current_device()).tree_manager
+    recorded = _recorded_cuda_graphs(manager.roots)
+    assert len(recorded) == 2, "forward and backward, each recorded once"
+    backward = recorded[1]
+    assert backward.cudagraph_managed_idxs, "the backward reads the forward's outputs in place"
+    # The step's only capture of its own is the optimizer's (an inference graph).
+    assert [runner.graph_name.endswith("_inference") for runner in runners] == [True]

@@ -61,12 +61,13 @@ def _input_values(gm: torch.fx.GraphModule) -> list:
 
 def _static_inputs(gm: torch.fx.GraphModule, kind: str) -> frozenset[int]:
     """Indices of the inputs aot_autograd marks static (parameters, buffers), for a
-    whole inference graph (a piece of a split graph has other inputs)."""
+    whole inference or forward graph, whose inputs are Dynamo's graph's (a backward
+    and the pieces of a split graph have others)."""
     context = torch._guards.TracingContext.try_get()
     metadata = getattr(context, "fw_metadata", None) if context else None
     indices = getattr(metadata, "static_input_indices", None) or []
     count = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
-    if kind != "inference" or any(i >= count for i in indices):
+    if kind not in ("inference", "forward") or any(i >= count for i in indices):
         return frozenset()
     return frozenset(indices)
 
@@ -249,6 +250,12 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
         target = get_target(resolve_target(options, _input_values(gm)))
         import_module, signature = prepare_graph(rewrite_dynamic_views(gm), target.devices())
         signature.static_inputs = _static_inputs(gm, kind)
+        if kind in ("forward", "backward"):
+            signature.role = kind
+            outputs = next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0]
+            signature.output_stack_traces = [
+                o.meta.get("stack_trace") if isinstance(o, torch.fx.Node) else None
+                for o in outputs]
         # check_accuracy needs the kernel IR of this compile, which the cache lacks.
         cache_key = (graph_cache.graph_key(gm, options, target.name)
                      if target.caches_graphs and not options.check_accuracy else None)

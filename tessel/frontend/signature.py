@@ -87,6 +87,12 @@ class GraphSignature:
     # Inputs whose storage stays the same from call to call (a module's parameters and
     # buffers, as aot_autograd reports them): a CUDA graph may read them in place.
     static_inputs: frozenset[int] = frozenset()
+    # "forward" or "backward" for the whole forward or backward graph of a training
+    # step (a CUDA graph replay shares the activations between the two), else "inference".
+    role: str = "inference"
+    # For a forward or backward: the stack trace of the code that computed each output,
+    # which an error names when a replay has overwritten an output that is read later.
+    output_stack_traces: list[str | None] = field(default_factory=list)
 
 
 def _printer_expr(value, bound: set[str], what: str) -> str:

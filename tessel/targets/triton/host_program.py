@@ -13,7 +13,7 @@ import torch
 from tessel import ir
 from tessel.frontend.signature import GraphSignature, TensorInput
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
-from tessel.targets.triton import sizes
+from tessel.targets.triton import cuda_graph_trees, sizes
 from tessel.targets.triton.launcher import dry_running
 from tessel.targets.triton.kernel_source import (
     CMPI_OPERATORS,
@@ -709,7 +709,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     body.append(f"device = {device}")
     body += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors if not arg.rank]
     if channels_last:
-        body.append("capturing = device.type == 'cuda' and torch.cuda.is_current_stream_capturing()")
+        body.append("capturing = recording_cuda_graph(device)")
     statements = writer.write()
     body.append(f"direct, stream = launch_mode("
                 f"{', '.join(['device'] + writer.inputs_read_by_kernels)})")
@@ -735,10 +735,18 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     return "\n".join(lines) + "\n"
 
 
+def recording_cuda_graph(device: torch.device) -> bool:
+    """Whether this call of a host program is recorded into a CUDA graph: captured, or
+    run in a CUDA graph tree's memory pool (cuda_graph_trees), where the trees count
+    every tensor that outlives the call as an output."""
+    return device.type == "cuda" and (torch.cuda.is_current_stream_capturing()
+                                      or cuda_graph_trees.running_in_tree())
+
+
 class ChannelsLastWeights:
     """`channels_last_weight(w, capturing)` in host programs: a convolution weight in
     channels-last layout, converted once per weight version instead of at every call.
-    Inside a CUDA graph capture the conversion is captured instead, so that a replay
+    While a CUDA graph is recorded the conversion is recorded instead, so that a replay
     after an in-place update of the weight converts the new values."""
 
     def __init__(self):

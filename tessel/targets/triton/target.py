@@ -30,6 +30,7 @@ from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
 from tessel.targets.triton import autotune, compile_pool, host_program, kernel_source
 from tessel.targets.triton.cubin_launch import CubinKernel
+from tessel.targets.triton.cuda_graph_trees import replayed_in_tree
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
 from tessel.targets.triton.kernel_source import UnsupportedKernel
 from tessel.targets.triton.launcher import (
@@ -175,6 +176,7 @@ class TritonTarget(Target):
         stages.write("host_program.py", lambda: host_source)
         namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
                      "channels_last_weight": host_program.ChannelsLastWeights(),
+                     "recording_cuda_graph": host_program.recording_cuda_graph,
                      "KernelLauncher": KernelLauncher, "launch_mode": launch_mode,
                      "matmul_in_f32": host_program.matmul_in_f32,
                      "scatter": host_program.scatter,
@@ -196,8 +198,8 @@ class TritonTarget(Target):
 
         tune = _autotuning(options)
         host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins)
-        return (self.replayed(host, stages.dump.graph_name, signature.static_inputs, options),
-                entry["kernels"])
+        return (self.replayed(host, stages.dump.graph_name, signature.static_inputs, options,
+                              signature.role, signature.output_stack_traces), entry["kernels"])
 
     def building_pieces_together(self, split: Callable, stages: Stages) -> Callable:
         """`split`, whose first call compiles the kernels of all its pieces in one
@@ -228,8 +230,15 @@ class TritonTarget(Target):
         return first_builds_all_pieces
 
     def replayed(self, run: Callable, graph_name: str, static_inputs: frozenset[int],
-                 options) -> Callable:
-        """Also on the inputs' device, where the current one is another."""
+                 options, role: str = "inference",
+                 output_stack_traces: list[str | None] = ()) -> Callable:
+        """A training step's forward and backward in CUDA graph trees, which share
+        the activations between them; any other graph in a capture of its own. Also
+        on the inputs' device, where the current one is another."""
         # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
-        return on_device_of_inputs(CudaGraphRunner(run, graph_name, static_inputs)
-                                   if options.replays() else run)
+        if not options.replays():
+            return on_device_of_inputs(run)
+        if role in ("forward", "backward"):
+            return on_device_of_inputs(replayed_in_tree(
+                run, graph_name, static_inputs, role, output_stack_traces))
+        return on_device_of_inputs(CudaGraphRunner(run, graph_name, static_inputs))

@@ -1,0 +1,83 @@
+"""mode="reduce-overhead" for a training step's forward and backward graphs on the
+Triton target: their host programs replayed through PyTorch's CUDA graph trees
+(torch._inductor.cudagraph_trees), as Inductor's own are.
+
+A forward returns the activations its backward reads. Captured one graph at a time
+(cuda_graphs.CudaGraphRunner), each of them is cloned out of the forward capture's
+buffers and copied into the backward capture's: the torch.compile tutorial's densenet121
+train step made some 6,000 such copies a step, half of its host time (H100,
+torch.profiler). The trees record a forward and its backward into one memory pool, so
+the backward reads the activations where the forward's replay wrote them; they copy
+the other inputs that are not read in place in one `_foreach_copy_`, and raise, as
+for Inductor, when a program reads an output that a later replay has overwritten.
+
+Inputs read in place: those aot_autograd reports as static (parameters, buffers,
+tensors Dynamo marked static) and every parameter, found at the first call (a
+backward's saved weights). The trees re-record a graph when one of them moves.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import torch
+import torch._guards
+
+log = logging.getLogger("tessel")
+
+# How many host programs run in a tree's memory pool now (their warm-up and recording
+# calls: a replay runs none).
+_running_in_tree = 0
+
+
+def running_in_tree() -> bool:
+    return _running_in_tree > 0
+
+
+def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[int],
+                     role: str, output_stack_traces: list[str | None]) -> Callable:
+    """`host`, the whole forward or backward (`role`) graph `graph_name`, replayed in
+    the current device's CUDA graph tree; with plain launches where an input is not a
+    CUDA tensor (under TRITON_INTERPRET), with one log line."""
+    from torch._inductor import cudagraph_trees
+    from torch._inductor.cudagraph_utils import PlaceholderInfo
+
+    compile_id = torch._guards.CompileContext.current_compile_id()
+    replay: Callable | None = None
+
+    def boxed(inputs: list):
+        # The trees' calling convention: the callee empties the list, so that inputs
+        # the graph no longer needs can be freed while it runs.
+        global _running_in_tree
+        args = tuple(inputs)
+        inputs.clear()
+        _running_in_tree += 1
+        try:
+            return host(*args)
+        finally:
+            _running_in_tree -= 1
+
+    def first_call(args: tuple) -> Callable:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if not tensors or any(t.device.type != "cuda" for t in tensors):
+            log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its "
+                     "inputs are not all CUDA tensors", graph_name)
+            return lambda inputs: host(*inputs)
+        read_in_place = static_inputs | {i for i, a in enumerate(args)
+                                         if isinstance(a, torch.nn.Parameter)}
+        return cudagraph_trees.cudagraphify_impl(
+            boxed, list(args), sorted(read_in_place),
+            device_index=tensors[0].get_device(),
+            is_backward=role == "backward", is_inference=False,
+            stack_traces=list(output_stack_traces), constants=(),
+            placeholders=tuple(PlaceholderInfo(f"input {i} of graph {graph_name}", None, [], None)
+                               for i in range(len(args))),
+            mutated_input_idxs=(), compile_id=compile_id)
+
+    def replayed(*args):
+        nonlocal replay
+        if replay is None:
+            replay = first_call(args)
+        return replay(list(args))
+    return replayed
