@@ -321,3 +321,28 @@ def test_a_train_step_replays_forward_and_backward_in_one_cuda_graph_tree(runner
     assert backward.cudagraph_managed_idxs, "the backward reads the forward's outputs in place"
     # The step's only capture of its own is the optimizer's (an inference graph).
     assert [runner.graph_name.endswith("_inference") for runner in runners] == [True]
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["timed", "replayed"])
+def test_reduce_overhead_writes_the_inputs_a_graph_mutates(forced, runners, monkeypatch):
+    """An accumulator that the graph writes, neither a parameter nor marked static: the
+    capture's timing restores it after its extra calls, and a replay copies it back
+    from the capture's buffer."""
+    from tessel.targets.triton import cuda_graphs
+    if forced:
+        monkeypatch.setattr(cuda_graphs.CudaGraphRunner, "_replay_is_faster",
+                            lambda self, capture, args: True)
+
+    def fn(x, total):
+        total.add_(x)
+        return total * 2
+    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    total, expected = (torch.zeros(64, 64, device="cuda") for _ in range(2))
+    for _ in range(4):
+        x = torch.randn(64, 64, device="cuda")
+        torch.testing.assert_close(compiled(x, total), fn(x, expected))
+        torch.testing.assert_close(total, expected)
+    assert_compiled()
+    assert len(runners) == 1 and len(runners[0].mutated_inputs) == 1
+    if forced:
+        assert all(capture is not None for capture in runners[0].captures.values())

@@ -1166,3 +1166,18 @@ def test_scan_kernel_compiles_to_ptx_for_sm90(tmp_path):
     (name,) = [re.search(r"def (\w+)\(", function).group(1)
                for function in kernels_file.read_text().split("@triton.jit") if "tl.cumsum(" in function]
     assert "st.global" in _ptx_for_sm90(kernels_file, name, "*fp32", {"BLOCK": 1024})
+
+
+def test_a_clone_of_an_input_is_returned_as_new_memory():
+    """torch-mlir folds a clone of an input into the input itself: the host program
+    copies it, as it does a result returned twice. An optimizer's first step returns
+    `grad.clone()` as the momentum buffer, which must not be the gradient."""
+    def fn(a, b):
+        return a.clone(), b + 1, a.clone()
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    outputs = torch.compile(fn, backend="mlir", options={"target": "triton"})(a, b)
+    for output, expected in zip(outputs, fn(a, b)):
+        torch.testing.assert_close(output, expected)
+    storages = [t.untyped_storage().data_ptr() for t in (a, *outputs)]
+    assert len(set(storages)) == len(storages), "an output shares an input's or another's memory"
+    assert_compiled()

@@ -59,6 +59,8 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
         decompositions=decomposition_table(),
+        # Input mutations stay in the graph (frontend/input_mutations.py).
+        keep_inference_input_mutations=True,
     )
     with remembering_inference(key, example_inputs):
         return backend(gm, example_inputs)

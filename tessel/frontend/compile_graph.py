@@ -26,6 +26,7 @@ from tessel.dump import GraphDump
 from tessel.frontend import graph_cache
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
+from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results, writing_inputs
 from tessel.frontend.native_ops import native_ops_in
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
@@ -191,14 +192,16 @@ def _loaded_graph(entry: dict, gm: torch.fx.GraphModule, graph_name: str, option
                   stages: Stages):
     """A whole graph's cache entry, loaded; None if the target's entry is gone."""
     signature = _decoded(entry["signature"])
-    loaded = get_target(entry["target"]).load_cached(entry["graph"], signature, options, stages)
+    target = get_target(entry["target"])
+    loaded = target.load_cached(entry["graph"], signature, options, stages)
     if loaded is None:
         return None
     host, kernels = loaded
     counters.count("graphs_cached")
     _count_compiled(graph_name, "inference", kernels)
-    return _eager_when_a_check_fails(_checking_indices(host, signature), gm, graph_name,
-                                     options)
+    return _eager_when_a_check_fails(
+        _checking_indices(_replayed(target, host, signature, graph_name, options), signature), gm,
+        graph_name, options)
 
 
 def _loaded_split(entry: dict, graph_name: str, options: Options):
@@ -227,7 +230,8 @@ def _loaded_split(entry: dict, graph_name: str, options: Options):
 
     def split(*args):
         return forward(calls, *args)
-    return target.replayed(split, graph_name, frozenset(entry["static_inputs"]), options)
+    return target.replayed(split, graph_name, options,
+                           static_inputs=frozenset(entry["static_inputs"]))
 
 
 def _count_compiled(graph_name: str, kind: str, kernels: int) -> None:
@@ -248,7 +252,9 @@ def _remember(kind: str, cache_key: str | None, signature: GraphSignature, targe
 def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, _input_values(gm)))
-        import_module, signature = prepare_graph(rewrite_dynamic_views(gm), target.devices())
+        import_module, signature = prepare_graph(
+            rewrite_dynamic_views(mutations_as_results(gm)), target.devices())
+        signature.mutated_inputs = mutated_inputs(gm)
         signature.static_inputs = _static_inputs(gm, kind)
         if kind in ("forward", "backward"):
             signature.role = kind
@@ -264,6 +270,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
         counters.count("graphs_cached")
         host, kernels = cached
         _remember(kind, cache_key, signature, target.name)
+        host = _replayed(target, host, signature, stages.dump.graph_name, options)
         return _checking_indices(host, signature), kernels, None
     with stages.timed("import"):
         try:
@@ -275,6 +282,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
     module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
     host, kernels = target.compile(module, signature, options, stages, cache_key=cache_key)
     _remember(kind, cache_key, signature, target.name)
+    host = _replayed(target, host, signature, stages.dump.graph_name, options)
     locate = None
     if options.check_accuracy:
         def locate(*args):
@@ -286,6 +294,15 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
             return first_divergent_kernel(gm, host, signature, args, target, options,
                                           debug_stages, folder)
     return _checking_indices(host, signature), kernels, locate
+
+
+def _replayed(target, host, signature: GraphSignature, graph_name: str, options: Options):
+    """A compiled graph's `host`, writing the inputs the graph mutates, replayed as
+    `options.mode` says (the writes too)."""
+    return target.replayed(writing_inputs(host, signature.mutated_inputs), graph_name, options,
+                           static_inputs=signature.static_inputs,
+                           mutated_inputs=signature.mutated_inputs, role=signature.role,
+                           output_stack_traces=signature.output_stack_traces)
 
 
 def _checking_indices(host, signature: GraphSignature):
@@ -398,9 +415,11 @@ def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str
     native = native_ops_in(gm)
     if excluded <= native.keys():
         _remember_split(gm, split, pieces, native, target.name)
-        if not options.check_accuracy:  # its checks would compare the dry run's garbage
+        # Its checks would compare the dry run's garbage, and its writes store it.
+        if not options.check_accuracy and not mutated_inputs(gm):
             split = target.building_pieces_together(split, stages)
-    return target.replayed(split, stages.dump.graph_name, _static_inputs(gm, kind), options)
+    return target.replayed(split, stages.dump.graph_name, options,
+                           static_inputs=_static_inputs(gm, kind), mutated_inputs=mutated_inputs(gm))
 
 
 def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
@@ -476,14 +495,21 @@ def _eager_when_a_check_fails(host, gm: torch.fx.GraphModule, graph_name: str,
 
 
 def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump, locate):
-    """`host`, compared with eager `gm` on every call (options={"check_accuracy": True});
-    on a difference, `locate` names the first kernel that computes something else."""
+    """`host`, compared with eager `gm` on every call (options={"check_accuracy": True}),
+    outputs and the inputs it writes; on a difference, `locate` names the first kernel
+    that computes something else. Eager writes copies of those inputs."""
     where = f" (stages in {dump.path})" if dump.path else " (set dump_dir to keep its IR)"
+    mutated = mutated_inputs(gm)
 
     def checked(*args):
-        compiled, expected = host(*args), gm(*args)
+        def copied() -> list:
+            return [a.clone() if i in mutated else a for i, a in enumerate(args)]
+        before, eager_args = copied(), copied()
+        expected = gm(*eager_args)
         expected = expected if isinstance(expected, (tuple, list)) else (expected,)
-        for index, (actual, reference) in enumerate(zip(compiled, expected)):
+        compiled = host(*args)
+        pairs = [*zip(compiled, expected), *((args[i], eager_args[i]) for i in mutated)]
+        for index, (actual, reference) in enumerate(pairs):
             if not isinstance(reference, torch.Tensor):
                 continue
             try:
@@ -491,13 +517,17 @@ def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump, loca
             except AssertionError as error:
                 counters.count("accuracy_failures")
                 try:
-                    culprit = locate(*args)
+                    culprit = locate(*before)
                 except Exception as failure:  # the diagnosis must not break the program
                     log.debug("tessel: bisecting graph %s failed", dump.graph_name, exc_info=True)
                     culprit = f"kernel bisection failed: {type(failure).__name__}: {failure}"
-                warnings.warn(f"tessel: graph {dump.graph_name} output {index} differs from "
+                what = (f"output {index}" if index < len(expected)
+                        else f"input {mutated[index - len(expected)]} (written)")
+                warnings.warn(f"tessel: graph {dump.graph_name} {what} differs from "
                               f"eager{where}: {str(error).splitlines()[0]}; {culprit}",
                               stacklevel=2)
+                for i in mutated:
+                    args[i].copy_(eager_args[i])
                 return tuple(expected)
         return compiled
     return checked

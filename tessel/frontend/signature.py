@@ -90,6 +90,9 @@ class GraphSignature:
     # "forward" or "backward" for the whole forward or backward graph of a training
     # step (a CUDA graph replay shares the activations between the two), else "inference".
     role: str = "inference"
+    # The positions of the inputs the graph writes (input_mutations.py): the compiled
+    # graph returns their new values after its own results.
+    mutated_inputs: tuple[int, ...] = ()
     # For a forward or backward: the stack trace of the code that computed each output,
     # which an error names when a replay has overwritten an output that is read later.
     output_stack_traces: list[str | None] = field(default_factory=list)

@@ -43,13 +43,15 @@ class Target(ABC):
         CPU target's JIT) have no cache."""
         return None
 
-    def replayed(self, run: Callable, graph_name: str, static_inputs: frozenset[int],
-                 options, role: str = "inference",
+    def replayed(self, run: Callable, graph_name: str, options, *,
+                 static_inputs: frozenset[int] = frozenset(),
+                 mutated_inputs: tuple[int, ...] = (), role: str = "inference",
                  output_stack_traces: list[str | None] = ()) -> Callable:
         """`run`, graph `graph_name`'s whole callable, as `options.mode` runs it (replayed,
         where the target can). `static_inputs`: the positions of inputs that are read in
-        place (parameters, buffers); `role` and `output_stack_traces`: GraphSignature's.
-        This target replays nothing."""
+        place (parameters, buffers); `mutated_inputs`, the positions of those `run`
+        writes; `role` and `output_stack_traces`: GraphSignature's. This target replays
+        nothing."""
         return run
 
     def building_pieces_together(self, split: Callable, stages) -> Callable:

@@ -36,10 +36,12 @@ def running_in_tree() -> bool:
 
 
 def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[int],
-                     role: str, output_stack_traces: list[str | None]) -> Callable:
+                     mutated_inputs: tuple[int, ...], role: str,
+                     output_stack_traces: list[str | None]) -> Callable:
     """`host`, the whole forward or backward (`role`) graph `graph_name`, replayed in
     the current device's CUDA graph tree; with plain launches where an input is not a
-    CUDA tensor (under TRITON_INTERPRET), with one log line."""
+    CUDA tensor (under TRITON_INTERPRET), with one log line. The trees run a graph
+    that writes an input they do not read in place without replays, as Inductor's."""
     from torch._inductor import cudagraph_trees
     from torch._inductor.cudagraph_utils import PlaceholderInfo
 
@@ -73,7 +75,7 @@ def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[i
             stack_traces=list(output_stack_traces), constants=(),
             placeholders=tuple(PlaceholderInfo(f"input {i} of graph {graph_name}", None, [], None)
                                for i in range(len(args))),
-            mutated_input_idxs=(), compile_id=compile_id)
+            mutated_input_idxs=tuple(mutated_inputs), compile_id=compile_id)
 
     def replayed(*args):
         nonlocal replay

@@ -5,7 +5,9 @@ and library call.
 One capture per input signature (shapes, strides, dtypes, devices, scalar values, and
 the storage of parameters and buffers, which are read in place): other tensor inputs
 are copied into the capture's static buffers, the graph replays, and outputs are cloned
-out of its buffers (the next replay overwrites them). Where capture is not possible
+out of its buffers (the next replay overwrites them); an input the graph writes
+(input_mutations.py) that is not read in place is copied back from its buffer. The
+first call with a new signature runs with plain launches, then captures. Where capture is not possible
 (CPU tensors under TRITON_INTERPRET, an op that synchronizes with the host), or where
 a replay with its copies is slower than plain launches (timed once per capture: a
 memory-bound graph of few kernels, whose inputs and outputs are large, saves little
@@ -32,10 +34,12 @@ PLAIN_LAUNCHES_SHARE = 0.8
 
 
 class CudaGraphRunner:
-    def __init__(self, host: Callable, graph_name: str, static_inputs: frozenset[int]):
+    def __init__(self, host: Callable, graph_name: str, static_inputs: frozenset[int],
+                 mutated_inputs: frozenset[int] = frozenset()):
         self.host = host
         self.graph_name = graph_name
         self.static_inputs = static_inputs
+        self.mutated_inputs = mutated_inputs
         self.captures: dict[tuple, tuple | None] = {}
         # (static tensors, other tensors, scalars): argument positions, from the first call.
         self.positions: tuple[list[int], list[int], list[int]] | None = None
@@ -63,7 +67,8 @@ class CudaGraphRunner:
     def __call__(self, *args):
         key = self._signature(args)
         if key not in self.captures:
-            self.captures[key] = self._capture(args)
+            self.captures[key], results = self._capture(args)
+            return results
         capture = self.captures[key]
         if capture is None:
             return self.host(*args)
@@ -71,54 +76,74 @@ class CudaGraphRunner:
 
     @staticmethod
     def _replay(capture: tuple, args: tuple) -> tuple:
-        copies, static_outputs, graph = capture
+        copies, write_backs, static_outputs, graph = capture
         for position, buffer in copies:
             buffer.copy_(args[position])
         graph.replay()
+        for position, buffer in write_backs:
+            args[position].copy_(buffer)
         return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in static_outputs)
 
-    def _capture(self, args: tuple) -> tuple | None:
+    def _capture(self, args: tuple) -> tuple[tuple | None, tuple]:
+        """(The capture for `args`' signature, or None for plain launches; this call's
+        results)."""
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if not tensors or any(t.device.type != "cuda" for t in tensors):
             log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its "
                      "inputs are not all CUDA tensors", self.graph_name)
-            return None
+            return None, self.host(*args)
         # Parameters and buffers are read in place (a model's weights are most of its
         # inputs); any other tensor is copied into a buffer of the capture's own.
         static_inputs = [a.clone() if isinstance(a, torch.Tensor) and not self._is_static(i, a)
                          else a for i, a in enumerate(args)]
+        # This call runs first, with plain launches, on a side stream: Triton compiles
+        # each kernel at its first launch and cuBLAS sets up its workspace, neither of
+        # which can be captured.
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            results = self.host(*args)
+        torch.cuda.current_stream().wait_stream(stream)
+        for result in results:
+            if isinstance(result, torch.Tensor):
+                result.record_stream(torch.cuda.current_stream())
         try:
-            # Warm up on a side stream first: Triton compiles each kernel at its first
-            # launch and cuBLAS sets up its workspace, neither of which can be captured.
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                self.host(*static_inputs)
-            torch.cuda.current_stream().wait_stream(stream)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 static_outputs = self.host(*static_inputs)
         except RuntimeError as error:  # e.g. an op that reads a value back to the host
             log.info("tessel: graph %s: reduce-overhead launches kernels one by one: CUDA "
                      "graph capture failed (%s)", self.graph_name, str(error).splitlines()[0])
-            return None
+            return None, results
         copies = [(i, buffer) for i, (buffer, arg) in enumerate(zip(static_inputs, args))
                   if buffer is not arg]
-        capture = copies, static_outputs, graph
-        # Each timed twice, in turn, keeping the shorter: with one timing each, the
-        # first workload of a benchmark run kept a replay that took 3x its launches.
+        write_backs = [(i, buffer) for i, buffer in copies if i in self.mutated_inputs]
+        capture = copies, write_backs, static_outputs, graph
+        return (capture if self._replay_is_faster(capture, args) else None), results
+
+    def _replay_is_faster(self, capture: tuple, args: tuple) -> bool:
+        """Whether replays of `capture` beat plain launches on `args`, by enough (or
+        untimed, where timing runs out of memory). The inputs the graph writes are
+        restored after the timing's calls."""
+        written: dict[int, torch.Tensor] = {}
         try:
+            written.update((i, args[i].clone()) for i in self.mutated_inputs)
+            # Each timed twice, in turn, keeping the shorter: with one timing each, the
+            # first workload of a benchmark run kept a replay that took 3x its launches.
             timings = [(gpu_milliseconds(lambda: self._replay(capture, args)),
                         gpu_milliseconds(lambda: self.host(*args))) for _ in range(2)]
         except torch.OutOfMemoryError:  # the timing's buffers (an L2 flush) do not fit
             log.info("tessel: graph %s: reduce-overhead replays its CUDA graph, untimed: "
                      "out of memory to time it", self.graph_name)
-            return capture
+            return True
+        finally:
+            for i, before in written.items():
+                args[i].copy_(before)
         replayed, plain = (min(column) for column in zip(*timings))
         if plain <= PLAIN_LAUNCHES_SHARE * replayed:
             counters.count("cuda_graphs_declined")
             log.info("tessel: graph %s: reduce-overhead launches kernels one by one: they "
                      "took %.3f ms a call, a CUDA graph replay with its copies %.3f ms",
                      self.graph_name, plain, replayed)
-            return None
-        return capture
+            return False
+        return True

@@ -12,6 +12,7 @@ import torch
 
 from tessel import ir
 from tessel.frontend.signature import GraphSignature, TensorInput
+from tessel.passes.buffer_views import view_root
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
 from tessel.targets.triton import cuda_graph_trees, sizes
 from tessel.targets.triton.launcher import dry_running
@@ -718,9 +719,19 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     if len(returned) != len(signature.results):
         raise ValueError(f"main returns {len(returned)} tensors, the graph "
                          f"{len(signature.results)}")
+    returned_roots: list[ir.Value] = []
     for index, (value, result) in enumerate(zip(returned, signature.results)):
-        body.append(f"out{index} = {writer.name_of(value)}"
-                    + (".contiguous()" if channels_last else ""))
+        # A result is new memory, as in eager: not an input (torch-mlir folds a clone of
+        # one into the input itself) nor an earlier result, nor a view of either.
+        root = view_root(value)
+        shared = isinstance(root.owner, ir.Block) or root in returned_roots
+        returned_roots.append(root)
+        if shared:
+            layout = "memory_format=torch.contiguous_format" if channels_last else ""
+            body.append(f"out{index} = {writer.name_of(value)}.clone({layout})")
+        else:
+            body.append(f"out{index} = {writer.name_of(value)}"
+                        + (".contiguous()" if channels_last else ""))
         if result.stride is not None:
             # Eager returns this output strided; callers may rely on its layout.
             body.append(f"out{index} = torch.empty_strided(out{index}.shape, "

@@ -198,8 +198,7 @@ class TritonTarget(Target):
 
         tune = _autotuning(options)
         host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins)
-        return (self.replayed(host, stages.dump.graph_name, signature.static_inputs, options,
-                              signature.role, signature.output_stack_traces), entry["kernels"])
+        return host, entry["kernels"]
 
     def building_pieces_together(self, split: Callable, stages: Stages) -> Callable:
         """`split`, whose first call compiles the kernels of all its pieces in one
@@ -229,8 +228,9 @@ class TritonTarget(Target):
             return split(*args)
         return first_builds_all_pieces
 
-    def replayed(self, run: Callable, graph_name: str, static_inputs: frozenset[int],
-                 options, role: str = "inference",
+    def replayed(self, run: Callable, graph_name: str, options, *,
+                 static_inputs: frozenset[int] = frozenset(),
+                 mutated_inputs: tuple[int, ...] = (), role: str = "inference",
                  output_stack_traces: list[str | None] = ()) -> Callable:
         """A training step's forward and backward in CUDA graph trees, which share
         the activations between them; any other graph in a capture of its own. Also
@@ -240,5 +240,6 @@ class TritonTarget(Target):
             return on_device_of_inputs(run)
         if role in ("forward", "backward"):
             return on_device_of_inputs(replayed_in_tree(
-                run, graph_name, static_inputs, role, output_stack_traces))
-        return on_device_of_inputs(CudaGraphRunner(run, graph_name, static_inputs))
+                run, graph_name, static_inputs, mutated_inputs, role, output_stack_traces))
+        return on_device_of_inputs(
+            CudaGraphRunner(run, graph_name, static_inputs, frozenset(mutated_inputs)))
