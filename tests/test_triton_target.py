@@ -1181,3 +1181,22 @@ def test_a_clone_of_an_input_is_returned_as_new_memory():
     storages = [t.untyped_storage().data_ptr() for t in (a, *outputs)]
     assert len(set(storages)) == len(storages), "an output shares an input's or another's memory"
     assert_compiled()
+
+
+@pytest.mark.parametrize("kernel,stride,padding", [(7, 2, 3), (1, 2, 0), (3, 2, 1)])
+def test_a_strided_convolution_s_weight_gradient_is_one_grouped_library_convolution(
+        kernel, stride, padding, tmp_path):
+    """torch-mlir computes it as a grouped convolution (the batch as groups, the stride
+    as dilation): the host program calls aten's, not a loop kernel."""
+    weight = torch.randn(8, 3, kernel, kernel, requires_grad=True)
+    x = torch.randn(2, 3, 17, 17)
+
+    def fn(x, weight):
+        return F.conv2d(x, weight, stride=stride, padding=padding).square().sum()
+    compile_triton(fn, dump_dir=tmp_path)(x, weight).backward()
+    compiled_grad, weight.grad = weight.grad, None
+    fn(x, weight).backward()
+    torch.testing.assert_close(compiled_grad, weight.grad, rtol=1e-4, atol=1e-4)
+    backward = next(tmp_path.glob("*backward*/*host_program.py")).read_text()
+    assert re.search(r"torch\.convolution\(.*, False, \(0, 0\), 2\)", backward), backward
+    assert_compiled(min_graphs=2)

@@ -7,7 +7,8 @@ from tessel import ir
 
 NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
 # Convolutions a target may leave to its library (cuDNN through aten on the GPU).
-NAMED_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw",)
+# The grouped one is what torch-mlir makes of a strided convolution's weight gradient.
+NAMED_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw")
 
 
 def _argument_number(value: ir.Value, block: ir.Block) -> int | None:
@@ -49,7 +50,7 @@ def is_contraction(op: ir.Operation) -> bool:
 
 def library_callee(op: ir.Operation) -> str | None:
     """The library routine that implements `op`, if any: "gemm" for contractions,
-    "conv2d" for a named NCHW convolution, "scatter" for tm_tensor.scatter (aten's
+    "conv2d" for a named NCHW convolution (grouped or not), "scatter" for tm_tensor.scatter (aten's
     index_put_ on the GPU, which accumulates colliding indices atomically)."""
     if op.name in NAMED_CONVOLUTIONS:
         return "conv2d"
