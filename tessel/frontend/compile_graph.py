@@ -419,7 +419,8 @@ def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str
         if not options.check_accuracy and not mutated_inputs(gm):
             split = target.building_pieces_together(split, stages)
     return target.replayed(split, stages.dump.graph_name, options,
-                           static_inputs=_static_inputs(gm, kind), mutated_inputs=mutated_inputs(gm))
+                           static_inputs=_static_inputs(gm, kind),
+                           mutated_inputs=mutated_inputs(gm))
 
 
 def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,

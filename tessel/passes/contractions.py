@@ -50,8 +50,9 @@ def is_contraction(op: ir.Operation) -> bool:
 
 def library_callee(op: ir.Operation) -> str | None:
     """The library routine that implements `op`, if any: "gemm" for contractions,
-    "conv2d" for a named NCHW convolution (grouped or not), "scatter" for tm_tensor.scatter (aten's
-    index_put_ on the GPU, which accumulates colliding indices atomically)."""
+    "conv2d" for a named NCHW convolution (grouped or not), "scatter" for
+    tm_tensor.scatter (aten's index_put_ on the GPU, which accumulates colliding
+    indices atomically)."""
     if op.name in NAMED_CONVOLUTIONS:
         return "conv2d"
     if op.name == "tm_tensor.scatter":

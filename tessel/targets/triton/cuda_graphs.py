@@ -1,14 +1,15 @@
 """mode="reduce-overhead" on the Triton target: the host program captured in a CUDA
 graph and replayed, so a call costs one graph launch instead of one launch per kernel
-and library call.
+and library call. For any graph but a training step's forward and backward, which
+share a memory pool in PyTorch's CUDA graph trees (cuda_graph_trees.py).
 
 One capture per input signature (shapes, strides, dtypes, devices, scalar values, and
 the storage of parameters and buffers, which are read in place): other tensor inputs
 are copied into the capture's static buffers, the graph replays, and outputs are cloned
 out of its buffers (the next replay overwrites them); an input the graph writes
 (input_mutations.py) that is not read in place is copied back from its buffer. The
-first call with a new signature runs with plain launches, then captures. Where capture is not possible
-(CPU tensors under TRITON_INTERPRET, an op that synchronizes with the host), or where
+first call with a new signature runs with plain launches, then captures. Where capture
+is not possible (CPU tensors under TRITON_INTERPRET, an op that synchronizes with the host), or where
 a replay with its copies is slower than plain launches (timed once per capture: a
 memory-bound graph of few kernels, whose inputs and outputs are large, saves little
 launch time and pays two more passes over memory), the host program runs with plain
