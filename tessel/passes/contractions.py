@@ -11,6 +11,14 @@ NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
 NAMED_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw")
 
 
+def convolution_pair(op: ir.Operation, name: str) -> tuple[int, int]:
+    """A 2-D convolution's `strides` or `dilations` (1, 1 where the op has none)."""
+    if name not in op.attributes:
+        return (1, 1)
+    values = list(ir.DenseIntElementsAttr(op.attributes[name]))
+    return (values[0], values[1])
+
+
 def _argument_number(value: ir.Value, block: ir.Block) -> int | None:
     for number, argument in enumerate(block.arguments):
         if value == argument:

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.contractions import convolution_pair
 from tessel.passes.registry import ModulePass, register
 
 CONVOLUTION = "linalg.conv_2d_nchw_fchw"  # what torch-mlir makes of every aten.convolution
@@ -12,13 +13,6 @@ CONVOLUTION = "linalg.conv_2d_nchw_fchw"  # what torch-mlir makes of every aten.
 def _static(op: ir.Operation) -> bool:
     return all(ir.ShapedType(v.type).has_static_shape for v in op.operands
                if isinstance(v.type, ir.ShapedType))
-
-
-def _pair(op: ir.Operation, name: str) -> tuple[int, int]:
-    if name not in op.attributes:
-        return (1, 1)
-    values = list(ir.DenseIntElementsAttr(op.attributes[name]))
-    return (values[0], values[1])
 
 
 def _tensor(shape: list[int], element: str) -> str:
@@ -39,7 +33,7 @@ def _function_text(op: ir.Operation) -> str:
     n, c, _, _ = x_type.shape
     f, _, kh, kw = w_type.shape
     _, _, oh, ow = out_type.shape
-    (sh, sw), (dh, dw) = _pair(op, "strides"), _pair(op, "dilations")
+    (sh, sw), (dh, dw) = convolution_pair(op, "strides"), convolution_pair(op, "dilations")
     columns = _tensor([n, c, kh, kw, oh, ow], element)
     flat_columns = _tensor([n, c * kh * kw, oh * ow], element)
     flat_filter = _tensor([f, c * kh * kw], element)

@@ -18,13 +18,12 @@ backward's saved weights). The trees re-record a graph when one of them moves.
 
 from __future__ import annotations
 
-import logging
 from typing import Callable
 
 import torch
 import torch._guards
 
-log = logging.getLogger("tessel")
+from tessel.targets.triton.cuda_graphs import on_cuda_only
 
 # How many host programs run in a tree's memory pool now (their warm-up and recording
 # calls: a replay runs none).
@@ -61,16 +60,13 @@ def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[i
             _running_in_tree -= 1
 
     def first_call(args: tuple) -> Callable:
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if not tensors or any(t.device.type != "cuda" for t in tensors):
-            log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its "
-                     "inputs are not all CUDA tensors", graph_name)
+        if not on_cuda_only(args, graph_name):
             return lambda inputs: host(*inputs)
         read_in_place = static_inputs | {i for i, a in enumerate(args)
                                          if isinstance(a, torch.nn.Parameter)}
         return cudagraph_trees.cudagraphify_impl(
             boxed, list(args), sorted(read_in_place),
-            device_index=tensors[0].get_device(),
+            device_index=next(a for a in args if isinstance(a, torch.Tensor)).get_device(),
             is_backward=role == "backward", is_inference=False,
             stack_traces=list(output_stack_traces), constants=(),
             placeholders=tuple(PlaceholderInfo(f"input {i} of graph {graph_name}", None, [], None)

@@ -34,6 +34,17 @@ log = logging.getLogger("tessel")
 PLAIN_LAUNCHES_SHARE = 0.8
 
 
+def on_cuda_only(args: tuple, graph_name: str) -> bool:
+    """Whether graph `graph_name`'s tensor arguments are all CUDA tensors, as a CUDA
+    graph needs; else one log line says it launches kernels one by one."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if tensors and all(t.device.type == "cuda" for t in tensors):
+        return True
+    log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its inputs "
+             "are not all CUDA tensors", graph_name)
+    return False
+
+
 class CudaGraphRunner:
     def __init__(self, host: Callable, graph_name: str, static_inputs: frozenset[int],
                  mutated_inputs: frozenset[int] = frozenset()):
@@ -88,10 +99,7 @@ class CudaGraphRunner:
     def _capture(self, args: tuple) -> tuple[tuple | None, tuple]:
         """(The capture for `args`' signature, or None for plain launches; this call's
         results)."""
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if not tensors or any(t.device.type != "cuda" for t in tensors):
-            log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its "
-                     "inputs are not all CUDA tensors", self.graph_name)
+        if not on_cuda_only(args, self.graph_name):
             return None, self.host(*args)
         # Parameters and buffers are read in place (a model's weights are most of its
         # inputs); any other tensor is copied into a buffer of the capture's own.
