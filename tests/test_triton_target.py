@@ -224,6 +224,20 @@ def test_half_precision_sums_accumulate_in_f32(tmp_path, dtype):
     assert kernels.count("tl.full([BLOCK], 0, tl.float32)") >= 2
 
 
+def test_half_precision_global_average_pooling_reduces_from_its_constant_init(tmp_path):
+    """A classifier's head in half precision (resnet50 and densenet121 in bf16): the
+    pooling's sum widens its init, a 0.0 filled in the same kernel, to f32. A fill was
+    held as a bare Python literal, and `0.0.to(tl.float32)` stopped every such net's
+    kernel build ("'float' object has no attribute 'to'"). f16 here: Triton's
+    interpreter computes bf16 arithmetic wrongly."""
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()).eval().half()
+    kernels, _ = checked_against_eager(model, torch.randn(2, 3, 8, 8, dtype=torch.float16),
+                                       tmp_path / "dump")
+    assert "(0.0 + " in kernels  # the init folded as a literal into the f32 sum
+
+
 def test_whole_tensor_reductions_larger_than_a_block_loop_in_one_program(tmp_path):
     """A loss's mean over more points than a block (19200 here, in blocks of 1024)
     stopped the graph's compile ("a reduction of 19200 elements in one block of 1024"):
@@ -605,6 +619,39 @@ def test_unsigned_integer_ops_read_the_bits_unsigned(tmp_path):
     y = torch.tensor([1, 4, 200, 100, 255], dtype=torch.uint8).view(torch.int8)
     out = run_generated_kernel(_UNSIGNED_KERNEL, x, y, torch.empty(5, dtype=torch.int32))
     assert out.tolist() == [1000, 5, 1130, 200, 255]
+
+
+# An op on constants alone in a body (canonicalize usually folds them): an integer
+# division, then a cast of the quotient.
+_CONSTANT_OPERANDS_KERNEL = """
+#id = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = "tkern.kernel"() ({
+    %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+    ^bb0(%a: f32, %out: f32):
+      %minus_seven = arith.constant -7 : i32
+      %two = arith.constant 2 : i32
+      %quotient = arith.divsi %minus_seven, %two : i32
+      %widened = arith.sitofp %quotient : i32 to f32
+      %v = arith.addf %a, %widened : f32
+      linalg.yield %v : f32
+    } -> tensor<4xf32>
+    "tkern.yield"(%g) : (tensor<4xf32>) -> ()
+  }) {sym_name = "main_kernel_0", tessel.gpu = {block = array<i64: 4>, kind = "pointwise", num_warps = 1 : i64}} : () -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+def test_ops_on_constants_alone_compute_typed_triton_values():
+    """An op whose operands are all constants computes on Triton values of its type,
+    with Triton's semantics: on Python literals, -7 // 2 floored to -4 (divsi
+    truncates: -3)."""
+    x = torch.zeros(4)
+    out = run_generated_kernel(_CONSTANT_OPERANDS_KERNEL, x, torch.empty(4))
+    assert out.tolist() == [-3.0] * 4
 
 
 def run_generated_kernel(mlir: str, *tensors: torch.Tensor) -> torch.Tensor:

@@ -472,6 +472,11 @@ class _Writer:
             if not ir.is_identity_map(affine_map):
                 raise UnsupportedKernel("linalg.generic", f"an output map {affine_map}")
             expression, value_kind = self.value(value, names)
+            if value_kind.startswith("literal"):
+                # A fill: readers take the constant itself, through any map, and type it
+                # where Triton needs a value (a register holds only Triton values).
+                self.literals[result] = (expression, value_kind)
+                continue
             if kind == "row" and value_kind == "scalar":
                 widened = self.fresh()
                 self.emit(f"{widened} = tl.full({self.tile}, {expression}, "
@@ -595,7 +600,10 @@ class _Writer:
             names[op.results[0]] = (_cast_literal(args[0], element_name(op.results[0])),
                                     f"literal:{element_name(op.results[0])}")
             return
-        expression = self.expression(op, [_as_expression(o) for o in operands], args)
+        typed = [_as_expression(o) for o in operands]
+        if all(k.startswith("literal") for _, k in operands):
+            args = typed  # else Python computes on them, in its own types and semantics
+        expression = self.expression(op, typed, args)
         variable = self.fresh()
         self.emit(f"{variable} = {expression}")
         names[op.results[0]] = (variable, kind)
@@ -1188,13 +1196,16 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
     """Store `value` into a new output buffer shaped like `init` at `offsets`. The
     kernel writes every element (pointwise: all of them; row loops: every row), so
     the buffer never starts from `init`'s contents."""
-    if value not in writer.registers:
+    indices, kind = writer.local_indices(writer.shape(value))
+    if value in writer.registers:
+        expression, kind = writer.registers[value]
+    elif value in writer.literals:  # a fill
+        expression = _as_expression(writer.literals[value])
+    else:
         raise UnsupportedKernel("tkern.yield", "a result not computed in the kernel")
-    expression, kind = writer.registers[value]
     shape = sizes.shape(init)
     writer.results.append(KernelResult(shape, element_name(init)))
     pointer = f"out{len(writer.results) - 1}"
-    indices, _ = writer.local_indices(writer.shape(value))
     strides = [f"{pointer}_stride{d}" for d in range(len(shape))]
     address = writer.address(strides, offsets, indices)
     mask = ", mask=mask" if kind == "row" else ""
