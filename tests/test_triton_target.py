@@ -2,6 +2,7 @@
 (TRITON_INTERPRET=1) on CPU tensors, and compile to PTX for sm_90."""
 
 import copy
+import itertools
 import json
 import logging
 import os
@@ -795,6 +796,62 @@ def test_a_dry_run_skips_scatters_whose_indices_no_kernel_wrote():
     assert not buffer.any()
     scatter(buffer, torch.tensor([[1], [1]]), torch.ones(2), True)
     assert buffer.tolist() == [0, 2, 0, 0]
+
+
+def test_an_embedding_s_gradient_scatters_rows_into_the_table():
+    """torch-mlir scatters an embedding's gradient as [N, 1, D] updates into the [V, D]
+    table; index_put_ took them as is and raised in every transformer's backward
+    ("expand(... [N, 1, D], size=[N, D])"). Token 1 and 3 come twice: they accumulate."""
+    weight = torch.randn(10, 4, requires_grad=True)
+    ids, grad = torch.tensor([[1, 3, 1], [0, 9, 3]]), torch.randn(2, 3, 4)
+    compile_triton(lambda w, i: F.embedding(i, w))(weight, ids).backward(grad)
+    compiled_grad, weight.grad = weight.grad, None
+    F.embedding(ids, weight).backward(grad)
+    torch.testing.assert_close(compiled_grad, weight.grad)
+    assert_compiled(2)
+
+
+def test_a_static_cache_update_scatters_single_elements():
+    """transformers' static KV cache writes new positions with index_copy_, which
+    torch-mlir scatters as [N, 1, 1, 1, 1] updates into the [B, H, S, D] cache, one
+    index column per dim; index_put_'s indexing result is [N]. It raised in every
+    step of generate() with cache_implementation="static"."""
+    def fn(cache, positions, new):
+        return torch.index_copy(cache, 2, positions, new) * 2
+    args = (torch.randn(2, 3, 10, 4), torch.tensor([4, 5]), torch.randn(2, 3, 2, 4))
+    torch.testing.assert_close(compile_triton(fn)(*args), fn(*args))
+    assert_compiled()
+
+
+def _scattered_as_tm_tensor(original, indices, updates):
+    """tm_tensor.scatter's scalar loop (accumulating): update slice dim j addresses
+    original dim rank - slice rank + j, plus the index where that dim is indexed."""
+    result = original.clone()
+    depth, slice_rank = indices.shape[1], updates.dim() - 1
+    for n in range(updates.shape[0]):
+        for position in itertools.product(*map(range, updates.shape[1:])):
+            at = [0] * (original.dim() - slice_rank) + list(position)
+            for dim in range(depth):
+                at[dim] += int(indices[n, dim])
+            result[tuple(at)] += updates[(n, *position)]
+    return result
+
+
+@pytest.mark.parametrize("original, indices, update_shape", [
+    ((6, 4), [[1], [4], [1]], (3, 1, 4)),               # an embedding's gradient
+    ((2, 3, 5, 2), [[0, 2, 3, 1], [1, 0, 4, 0]], (2, 1, 1, 1, 1)),  # a static cache
+    ((6, 4), [[1], [3]], (2, 2, 4)),                    # two rows from the index on
+    ((3, 6, 2), [[1, 0], [2, 3]], (2, 3, 2)),           # three from the second index on
+    ((3, 6, 2), [[1, 0], [2, 3]], (2, 2)),              # the dims after the indexed ones
+], ids=["one_row", "single_elements", "two_rows", "inner_window", "trailing_dims_only"])
+def test_scatter_slices_start_at_the_index_in_the_dims_it_addresses(
+        original, indices, update_shape):
+    from tessel.targets.triton.host_program import scatter
+    original, indices = torch.randn(original), torch.tensor(indices, dtype=torch.int32)
+    updates = torch.randn(update_shape)
+    buffer = original.clone()
+    scatter(buffer, indices, updates, accumulate=True)
+    torch.testing.assert_close(buffer, _scattered_as_tm_tensor(original, indices, updates))
 
 
 def test_slice_scatter_copies_into_a_view_on_the_host(tmp_path):

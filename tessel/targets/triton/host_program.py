@@ -103,11 +103,29 @@ def _main_level_user(use) -> ir.Operation:
 
 def scatter(buffer: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor,
             accumulate: bool) -> None:
-    """`scatter(...)` in host programs: index_put_ of `updates` into `buffer` at the rows
-    of `indices`, one column per dim. Skipped in a dry run (launcher.dry_running),
-    where the indices come from kernels that did not run: out-of-range garbage."""
-    if not dry_running():
-        buffer.index_put_(indices.long().unbind(1), updates, accumulate=accumulate)
+    """`scatter(...)` in host programs: tm_tensor.scatter as index_put_. Row i of
+    `indices` addresses `buffer`'s leading dims, one column per dim, and the slice
+    updates[i] fills its trailing dims. Where the slice spans indexed dims too, it
+    starts at the index there: torch-mlir scatters an embedding's gradient as [N, 1, D]
+    updates into [V, D], and a static KV cache's new entries as [N, 1, 1, 1, 1] into
+    [B, H, S, D]. Each such index column is then shaped to run along its slice dim, so
+    that index_put_'s indexing result has the updates' shape. Skipped in a dry run
+    (launcher.dry_running), where the indices come from kernels that did not run:
+    out-of-range garbage."""
+    if dry_running():
+        return
+    depth = indices.shape[1]
+    spanned = depth + updates.dim() - 1 - buffer.dim()  # indexed dims the slice spans
+    columns = []
+    for dim, column in enumerate(indices.long().unbind(1)):
+        column = column.view(-1, *[1] * spanned)
+        position = dim - depth + spanned  # its slice dim, if it has one
+        if position >= 0 and updates.shape[1 + position] != 1:
+            along = [1] * (1 + spanned)
+            along[1 + position] = updates.shape[1 + position]
+            column = column + torch.arange(along[1 + position], device=column.device).view(along)
+        columns.append(column)
+    buffer.index_put_(columns, updates, accumulate=accumulate)
 
 
 def matmul_in_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
