@@ -854,6 +854,25 @@ def test_scatter_slices_start_at_the_index_in_the_dims_it_addresses(
     torch.testing.assert_close(buffer, _scattered_as_tm_tensor(original, indices, updates))
 
 
+def test_a_causal_lm_loss_returns_its_shifted_labels_contiguous():
+    """A causal LM's loss shifts its labels (pad, slice, .contiguous(), view(-1)) and
+    the forward returns them for the backward. torch-mlir drops the copy, so the host
+    returned a slice of the padded labels, whose strides aot_autograd's view(-1) of it
+    rejected ("view size is not compatible with input tensor's size and stride")."""
+    def loss(logits, labels):
+        shifted = F.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), shifted.view(-1))
+    logits, labels = torch.randn(2, 8, 10, requires_grad=True), torch.randint(0, 10, (2, 8))
+    actual = compile_triton(loss)(logits, labels)
+    actual.backward()
+    compiled_grad, logits.grad = logits.grad, None
+    expected = loss(logits, labels)
+    expected.backward()
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(compiled_grad, logits.grad)
+    assert_compiled(2)
+
+
 def test_slice_scatter_copies_into_a_view_on_the_host(tmp_path):
     """tensor.insert_slice at the host level (slice_scatter; CUDA's max pooling
     backward) is a clone of the destination and a copy into a strided view of it."""

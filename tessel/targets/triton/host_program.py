@@ -767,8 +767,12 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
             layout = "memory_format=torch.contiguous_format" if channels_last else ""
             body.append(f"out{index} = {writer.name_of(value)}.clone({layout})")
         else:
+            # Contiguous, as eager's result is (result.stride None): a view the host
+            # took (the shifted labels of a causal LM's loss, a slice of a padded
+            # tensor) may not be, and aot_autograd's view of it then fails.
+            relaid = channels_last or root != value
             body.append(f"out{index} = {writer.name_of(value)}"
-                        + (".contiguous()" if channels_last else ""))
+                        + (".contiguous()" if relaid else ""))
         if result.stride is not None:
             # Eager returns this output strided; callers may rely on its layout.
             body.append(f"out{index} = torch.empty_strided(out{index}.shape, "
