@@ -292,6 +292,25 @@ def test_half_matmul_rounded_by_its_reader_stays_half(tmp_path):
     assert "torch.matmul(arg0_1, arg1_1)" in host and ".to(tl.float32)" in kernels
 
 
+def test_an_autocast_linear_adds_its_rounded_bias_in_f32_before_the_next_gemm(tmp_path):
+    """Under autocast a linear's bias is rounded to half and widened back, so the host
+    adds it, an f32 tensor, to the gemm's product. The product was kept half as if only
+    a rounding read it: the sum came out f32, and the next gemm got it in place of the
+    half tensor ("expected m1 and m2 to have the same dtype"; on the H100, in the
+    backward of an autocast BERT or ViT training step). Now the sum is f32 and a kernel
+    rounds it once, as eager does. f16: Triton's interpreter truncates to bf16."""
+    def fn(x, w, b, v):
+        with torch.autocast("cpu", torch.float16):
+            return F.linear(x, w, b) @ v
+    x, w, b, v = torch.randn(16, 32), torch.randn(24, 32), torch.randn(24), torch.randn(24, 8)
+    actual = compile_triton(fn, tmp_path / "dump")(x, w, b, v)
+    assert actual.dtype == torch.float16
+    torch.testing.assert_close(actual, fn(x, w, b, v), rtol=0, atol=0)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert " + matmul_in_f32(" in host
+
+
 def test_kernel_without_a_triton_form_runs_eagerly_with_a_warning():
     def fn(x):
         return torch.cumsum(x, 0) * 2  # a scan of dynamic size: no Triton form in tessel yet

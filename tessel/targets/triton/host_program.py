@@ -47,17 +47,25 @@ def _shape_text(shape: list[int | str]) -> str:
 
 def narrowed_values(module: ir.Module) -> frozenset[ir.Value]:
     """Values of `main` that the host program keeps in a narrower float type than their
-    IR type: the f32 results of gemms on half operands, and views of them, where every
-    reader is a Triton kernel that first rounds the value to the operands' type. cuBLAS's
-    half gemm accumulates in f32 and rounds the same way, so its half result is exact;
-    the kernels widen it on load (kernel_source). Other such gemms get an f32 result
-    (`matmul_in_f32`)."""
+    IR type: the f32 results of gemms on half operands that start from zero or a row
+    bias (addmm's), and views of them, where every reader is a Triton kernel that first
+    rounds the value to the operands' type. cuBLAS's half gemm accumulates in f32 and
+    rounds the same way, so its half result is exact; the kernels widen it on load
+    (kernel_source). Other such gemms get an f32 result (`matmul_in_f32`)."""
     narrowed = set()
     for op in ir.ops_where(ir.function_named(module, "main"),
                            lambda op: op.name == "tkern.library_call"):
         contraction = op.regions[0].blocks[0].operations[0].operation
         if contraction.name == "linalg.conv_2d_nchw_fchw" or \
                 element_name(contraction.operands[0]) == element_name(op.results[0]):
+            continue
+        init = contraction.operands[-1]
+        if not (_skipped_fill(init) and fill_constant(init) in ("0.0", "0")) \
+                and _row_bias(init) is None:
+            # The host adds an f32 init tensor (an autocast linear's bias, rounded to
+            # half and widened back) to the product: the sum is f32, which its readers
+            # round once. Added to a half product it would round twice, and come out
+            # f32 where a half tensor was expected (by the next gemm, say).
             continue
         half = ir.RankedTensorType(contraction.operands[0].type).element_type
         closure, frontier, rounded_on_read = [], [op.results[0]], True
@@ -90,6 +98,16 @@ def _rounds_on_read(use, half: ir.Type) -> bool:
     readers = [ir.operation_of(u.owner) for u in argument.uses]
     return bool(readers) and all(r.name == "arith.truncf" and r.results[0].type == half
                                  for r in readers)
+
+
+def _skipped_fill(value: ir.Value) -> bool:
+    """Whether `value` is a constant fill of a kernel of its own that only kernels
+    read: the host does not launch it, and its readers use the constant
+    (kernel_source.fill_constant)."""
+    owner = ir.operation_of(value.owner)
+    return owner is not None and owner.name == "tkern.kernel" and len(owner.results) == 1 \
+        and fill_constant(value) is not None \
+        and all(is_kernel(_main_level_user(use)) for use in value.uses)
 
 
 def _main_level_user(use) -> ir.Operation:
@@ -284,12 +302,8 @@ class _HostWriter:
             self.names[argument] = graph_input.name
         self.input_names = {graph_input.name for graph_input in signature.inputs}
         self.ops = [op.operation for op in block.operations]
-        # Constant fills read only by other kernels are not launched: their readers use
-        # the constant (kernel_source.fill_constant).
         self.skipped_fills = {op.results[0] for op in self.ops
-                              if op.name == "tkern.kernel" and len(op.results) == 1
-                              and fill_constant(op.results[0])
-                              and all(self._inside_a_kernel(use) for use in op.results[0].uses)}
+                              if op.results and _skipped_fill(op.results[0])}
         # Zero padding of a convolution's input goes into the convolution's `padding`.
         self.folded_pads = {}
         for op in self.ops:
@@ -305,10 +319,6 @@ class _HostWriter:
                     self.gemm_biases[init] = bias
         self.concat_chains = _concat_chains(self.ops)
         self.chain_buffers: dict[ir.Value, str] = {}
-
-    @staticmethod
-    def _inside_a_kernel(use) -> bool:
-        return is_kernel(_main_level_user(use))
 
     def fresh(self, stem: str = "buf") -> str:
         self.counter += 1
