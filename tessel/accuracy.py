@@ -13,7 +13,6 @@ a `tessel-opt` command that replays the rest of the pipeline on it.
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 import torch
@@ -23,8 +22,6 @@ from tessel import ir
 from tessel.frontend.signature import GraphSignature, TensorResult
 from tessel.passes.form_kernels import KERNEL_OPS
 
-# A name location, `"mul_1"(...)` or `"mul_1"`; file locations read `"file.py":3:0`.
-_NAME = re.compile(r'"([^"]+)"(?!:)')
 _TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
                  "bf16": torch.bfloat16}
 
@@ -44,7 +41,7 @@ def _kernel_name(op: ir.Operation) -> str:
 
 def _node_name(location: ir.Location, graph_order: dict[str, int]) -> str | None:
     """The FX node a location names (the latest in the graph, for fused locations)."""
-    names = [n for n in _NAME.findall(str(location)) if n in graph_order]
+    names = [n for n in ir.location_names(str(location)) if n in graph_order]
     return max(names, key=graph_order.__getitem__) if names else None
 
 

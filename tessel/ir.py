@@ -5,6 +5,7 @@ Everything else in tessel says `from tessel import ir` and uses `ir.Module`,
 """
 
 import io
+import re
 
 from torch_mlir.ir import *  # noqa: F401,F403  (re-export the core IR API)
 from torch_mlir.ir import (
@@ -60,6 +61,24 @@ def ops_where(root, predicate) -> list:
 
     root.walk(visit)
     return found
+
+
+# A name location, `"mul_1"(...)` or `"mul_1"`; file locations read `"file.py":3:0`.
+_LOCATION_NAME = re.compile(r'"([^"]+)"(?!:)')
+
+
+def location_names(text: str) -> set[str]:
+    """The names in name locations of `text` (a location, or a diagnostic printing
+    one): the importer names every op's location after its FX node."""
+    return set(_LOCATION_NAME.findall(text))
+
+
+def names_located_in(root) -> set[str]:
+    """The names of the locations of every op nested in `root`, itself included."""
+    names: set[str] = set()
+    for op in ops_where(root, lambda op: True):
+        names |= location_names(str(op.location))
+    return names
 
 
 def operation_of(owner) -> Operation | None:

@@ -22,14 +22,18 @@ from tessel.worker_process import WorkerCrash
 
 
 class CompileFailure(Exception):
-    """A stage failed. `op` is the offending op when known; `repro` the repro folder."""
+    """A stage failed. `op` is the offending op when known; `nodes` the names of the
+    FX nodes the failing IR came from, where its locations name them (the frontend
+    pins the failure on them); `repro` the repro folder."""
 
-    def __init__(self, stage: str, message: str, op: str | None = None, repro: Path | None = None):
+    def __init__(self, stage: str, message: str, op: str | None = None, repro: Path | None = None,
+                 nodes: frozenset[str] = frozenset()):
         super().__init__(message)
         self.stage = stage
         self.message = message
         self.op = op
         self.repro = repro
+        self.nodes = nodes
 
 
 class Stages:
@@ -66,7 +70,8 @@ class Stages:
             before = before or module.operation.get_asm(enable_debug_info=True)
             repro = self.write_repro(stage, before, pipeline)
             op = op_finder(str(error)) if op_finder and isinstance(error, PipelineError) else None
-            raise CompileFailure(stage, f"{error}\n{self.repro_hint(repro)}", op, repro) from None
+            raise CompileFailure(stage, f"{error}\n{self.repro_hint(repro)}", op, repro,
+                                 nodes=frozenset(ir.location_names(str(error)))) from None
         self.write(f"{stage}.mlir", module.__str__)
         return module
 

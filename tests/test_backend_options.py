@@ -121,12 +121,13 @@ def test_dump_dir_holds_every_stage_and_llvm_ir(tmp_path):
     assert_compiled()
     (graph_dir,) = tmp_path.iterdir()
     names = sorted(p.name for p in graph_dir.iterdir())
-    assert names == ["00_fx_graph.py", "01_torch.mlir", "02_linalg.mlir", "03_cpu-fuse.mlir",
-                     "04_cpu-bufferize.mlir", "05_cpu-lower-to-llvm.mlir", "06_host_program.py"]
-    llvm_ir = (graph_dir / "05_cpu-lower-to-llvm.mlir").read_text()
+    assert names == ["00_fx_graph.py", "01_decomposed_graph.py", "02_torch.mlir",
+                     "03_linalg.mlir", "04_cpu-fuse.mlir", "05_cpu-bufferize.mlir",
+                     "06_cpu-lower-to-llvm.mlir", "07_host_program.py"]
+    llvm_ir = (graph_dir / "06_cpu-lower-to-llvm.mlir").read_text()
     assert "llvm.func @main" in llvm_ir and "linalg." not in llvm_ir
-    assert "torch.aten.mm" in (graph_dir / "01_torch.mlir").read_text()
-    assert "def host(" in (graph_dir / "06_host_program.py").read_text()
+    assert "torch.aten.mm" in (graph_dir / "02_torch.mlir").read_text()
+    assert "def host(" in (graph_dir / "07_host_program.py").read_text()
 
 
 def test_tessel_opt_replays_the_cpu_pipeline_exactly(tmp_path):
@@ -135,9 +136,9 @@ def test_tessel_opt_replays_the_cpu_pipeline_exactly(tmp_path):
     fn(torch.randn(4, 8))
     (graph_dir,) = tmp_path.iterdir()
     replay = subprocess.run(
-        [sys.executable, "-m", "tessel.passes.opt", str(graph_dir / "02_linalg.mlir"), "-p", "cpu"],
+        [sys.executable, "-m", "tessel.passes.opt", str(graph_dir / "03_linalg.mlir"), "-p", "cpu"],
         capture_output=True, text=True, check=True)
-    assert replay.stdout.strip() == (graph_dir / "05_cpu-lower-to-llvm.mlir").read_text().strip()
+    assert replay.stdout.strip() == (graph_dir / "06_cpu-lower-to-llvm.mlir").read_text().strip()
 
 
 def test_custom_pipeline_option():

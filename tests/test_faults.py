@@ -380,7 +380,7 @@ def test_integer_division_by_zero_is_eagers_error(name):
 
 def test_int_min_floor_divided_by_minus_one_matches_eager():
     x, y = torch.tensor([I64.min, 7, -7]), torch.tensor([-1, -2, 2])
-    with pytest.warns(UserWarning, match="aten.div.Tensor_mode runs eagerly"):
+    with pytest.warns(UserWarning, match="aten.floor_divide.default runs eagerly"):
         compile_and_compare(lambda x, y: (x // y, x % y), x, y)
 
 

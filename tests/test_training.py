@@ -49,7 +49,7 @@ def test_loss_curve_tracks_eager(build, tmp_path, device, monkeypatch):
     assert eager_losses[-1] < eager_losses[0]  # the curve is a real training run
     counters = assert_compiled(min_graphs=2)
     assert counters["backward_graphs_compiled"] > 0
-    assert list(tmp_path.glob("*backward*/01_torch.mlir")), "backward graph missing from the dump"
+    assert list(tmp_path.glob("*backward*/*_torch.mlir")), "backward graph missing from the dump"
     assert tessel.stats()["graphs_split"] == 0
 
 

@@ -21,7 +21,7 @@ def main():
         torch.testing.assert_close(fn(x), torch.tanh(x) * 2 + 1)
         assert tessel.stats()["graphs_compiled"] == 1, tessel.stats()
         (graph_dir,) = pathlib.Path(dump_dir).iterdir()
-        llvm_ir = (graph_dir / "03_pipeline.mlir").read_text()
+        llvm_ir = (graph_dir / "04_pipeline.mlir").read_text()
         flops = int(re.search(r"stats.flops = (\d+)", llvm_ir).group(1))
         assert flops > 0
         print(f"compiled through cpu-with-flops ({flops} flops); matches eager")

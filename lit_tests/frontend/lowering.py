@@ -9,7 +9,7 @@ import torch
 import tessel
 
 
-def run(name, fn, *args, stages=("02_linalg.mlir",)):
+def run(name, fn, *args, stages=("03_linalg.mlir",)):
     print(f"TEST: {name}")
     with tempfile.TemporaryDirectory() as dump_dir:
         torch._dynamo.reset()
@@ -38,10 +38,10 @@ run("matmul_relu", lambda x, w: torch.relu(x @ w), torch.randn(4, 3), torch.rand
 # CHECK:       compiled: 1
 x = torch.randn(5, 8)
 torch._dynamo.mark_dynamic(x, 0)
-run("dynamic_batch", lambda x: x.sigmoid() * 2, x, stages=("02_linalg.mlir", "06_host_program.py"))
+run("dynamic_batch", lambda x: x.sigmoid() * 2, x, stages=("03_linalg.mlir", "07_host_program.py"))
 
 # The LLVM stage keeps the C interface that the host program calls.
 # CHECK-LABEL: TEST: llvm_entry_point
 # CHECK:       llvm.func @_mlir_ciface_main
 # CHECK:       compiled: 1
-run("llvm_entry_point", lambda x: x + 1, torch.randn(3), stages=("05_cpu-lower-to-llvm.mlir",))
+run("llvm_entry_point", lambda x: x + 1, torch.randn(3), stages=("06_cpu-lower-to-llvm.mlir",))

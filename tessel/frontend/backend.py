@@ -16,7 +16,7 @@ from tessel.frontend.compile_graph import (
     inference_key,
     remembering_inference,
 )
-from tessel.frontend.decompositions import decomposition_table
+from tessel.frontend.decompositions import before_autograd_table
 from tessel.options import parse_options
 
 
@@ -58,7 +58,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
         fw_compiler=compiler("forward"),
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
-        decompositions=decomposition_table(),
+        decompositions=before_autograd_table(),
         # Input mutations stay in the graph (frontend/input_mutations.py).
         keep_inference_input_mutations=True,
     )

@@ -11,6 +11,7 @@ import tempfile
 import types
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch._guards
@@ -20,10 +21,11 @@ import torch.utils._pytree as pytree
 from torch._functorch._aot_autograd.schemas import OutputType, PlainTensorMeta
 from torch._functorch.aot_autograd import make_boxed_func
 
-from tessel import counters
+from tessel import counters, ir
 from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
 from tessel.frontend import graph_cache
+from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
 from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results, writing_inputs
@@ -199,7 +201,7 @@ def _loaded_graph(entry: dict, gm: torch.fx.GraphModule, graph_name: str, option
     host, kernels = loaded
     counters.count("graphs_cached")
     _count_compiled(graph_name, "inference", kernels)
-    return _eager_when_a_check_fails(
+    return _eager_when_it_fails(
         _checking_indices(_replayed(target, host, signature, graph_name, options), signature), gm,
         graph_name, options)
 
@@ -222,7 +224,7 @@ def _loaded_split(entry: dict, graph_name: str, options: Options):
         host, kernels = loaded
         counters.count("graphs_cached")
         _count_compiled(dump.graph_name, "inference_piece", kernels)
-        pieces[record["name"]] = _as_module_call(_eager_when_a_check_fails(
+        pieces[record["name"]] = _as_module_call(_eager_when_it_fails(
             _checking_indices(host, signature), piece, dump.graph_name, options), piece)
     for op, why in entry["native"].items():
         counters.record_native(f"{graph_name}: {op}: {why}")
@@ -250,6 +252,38 @@ def _remember(kind: str, cache_key: str | None, signature: GraphSignature, targe
 
 
 def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str):
+    """`gm` compiled: (host, kernels, locate), or CompileFailure naming in `nodes` the
+    nodes of `gm` that it is pinned on (none where nothing pins it)."""
+    with stages.timed("decompose"):
+        try:
+            traced = decomposed(gm)
+        except DecompositionFailed as error:
+            raise CompileFailure("decompose", str(error), nodes=frozenset({error.node})) from error
+    stages.write("decomposed_graph.py", lambda: traced.print_readable(print_output=False))
+    try:
+        host, kernels, locate = _compile_decomposed(traced, options, stages, kind)
+        return _pinning_build_failures(host, gm, traced), kernels, locate
+    except UnsupportedGraph as error:
+        failure = CompileFailure("prepare", error.reason, error.op)
+    except CompileFailure as error:
+        failure = error
+    failure.nodes = frozenset(_pinned_on(gm, traced, failure))
+    raise failure
+
+
+def _pinned_on(gm: torch.fx.GraphModule, traced: torch.fx.GraphModule,
+               failure: CompileFailure) -> set[str]:
+    """The nodes of `gm` whose decompositions (nodes of `traced`) `failure` names:
+    by their locations, else every call of the op it names."""
+    names = {node.name for node in traced.graph.nodes}
+    located = (failure.nodes | ir.location_names(failure.message)) & names
+    if not located and failure.op:
+        located = {node.name for node in traced.graph.nodes
+                   if node.op == "call_function" and failure.op in target_names(node)}
+    return origins(traced, located) & {node.name for node in gm.graph.nodes}
+
+
+def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, _input_values(gm)))
         import_module, signature = prepare_graph(
@@ -274,7 +308,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
         return _checking_indices(host, signature), kernels, None
     with stages.timed("import"):
         try:
-            module = import_graph(import_module.graph, node_locations=options.check_accuracy)
+            module = import_graph(import_module.graph)
         except Exception as error:  # the importer raises many kinds
             message = f"{type(error).__name__}: {error}"
             raise CompileFailure("import", message, torch_op_named_in(message)) from error
@@ -338,24 +372,24 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
 
 
 def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
-                      excluded: frozenset[str], reasons: list[str]):
-    """(graph name, callable): compiled whole, else split around the failing op (whose
-    nodes run eagerly), else eager. Appends what runs eagerly, and why, to `reasons`.
-    Ops left native on purpose (native_ops.py) are split around first, silently."""
+                      native: frozenset[str], reasons: list[str], depth: int = 0):
+    """(graph name, callable): compiled whole, else split around the nodes its failure
+    is pinned on (which run eagerly, as the user's own ops), else eager. Appends what
+    runs eagerly, and why, to `reasons`. Ops left native on purpose (native_ops.py)
+    are split around first, silently; `native`: those a caller split around."""
     dump = GraphDump(options.dump_dir, kind)
     stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
-    native = {op: why for op, why in native_ops_in(gm).items() if op not in excluded}
-    if native:
-        for op, why in native.items():
+    calls_native = {op: why for op, why in native_ops_in(gm).items() if op not in native}
+    if calls_native:
+        for op, why in calls_native.items():
             counters.record_native(f"{dump.graph_name}: {op}: {why}")
-        log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(native))
-        split = _split(gm, stages, options, kind, excluded | frozenset(native), reasons)
+        log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(calls_native))
+        split = _split(gm, stages, options, kind, native | frozenset(calls_native),
+                       frozenset(), reasons, depth)
         return dump.graph_name, gm if split is None else split
     try:
         host, kernels, locate = _compile(gm, options, stages, kind)
-    except UnsupportedGraph as error:
-        failure = CompileFailure("prepare", error.reason, error.op)
     except CompileFailure as error:
         failure = error
     except Exception as error:  # a compiler bug must not break the program
@@ -365,20 +399,28 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         _count_compiled(dump.graph_name, kind, kernels)
         if options.check_accuracy:
             host = _checked_against_eager(host, gm, dump, locate)
-        return dump.graph_name, _eager_when_a_check_fails(host, gm, dump.graph_name, options)
 
-    op = failure.op or "graph"
+        def resplit(failing: frozenset[str]):
+            later: list[str] = []
+            split = _split(gm, stages, options, kind, native, failing, later, depth)
+            if split is not None:
+                counters.count("graphs_split")
+            return split
+        return dump.graph_name, _eager_when_it_fails(host, gm, dump.graph_name, options,
+                                                     resplit)
+
+    failing = _ops_of(gm, failure.nodes) or failure.op or "graph"
     summary = _first_error_line(failure.message)
     if not options.fallback:
         raise TesselCompileError(
             f"tessel could not compile graph {dump.graph_name} (stage {failure.stage}), "
-            f"op {op}: {failure.message}")
-    reason = f"{op} runs eagerly ({failure.stage}: {summary[:240]})"
-    counters.record_fallback(f"{dump.graph_name}: {op}: {summary}")
+            f"op {failing}: {failure.message}")
+    reason = f"{failing} runs eagerly ({failure.stage}: {summary[:240]})"
+    counters.record_fallback(f"{dump.graph_name}: {failing}: {summary}")
     split = None
-    if failure.op:
+    if failure.nodes:
         try:
-            split = _split(gm, stages, options, kind, excluded | {failure.op}, reasons)
+            split = _split(gm, stages, options, kind, native, failure.nodes, reasons, depth)
         except Exception:  # splitting is best effort; eager is always right
             log.debug("tessel: could not split graph %s", dump.graph_name, exc_info=True)
     reasons.append(reason)
@@ -389,32 +431,36 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     return dump.graph_name, split
 
 
+def _ops_of(gm: torch.fx.GraphModule, names: frozenset[str]) -> str:
+    """The ops the nodes `names` of `gm` call, for a message: 'aten.gelu.default, ...'."""
+    return ", ".join(sorted({str(node.target) for node in gm.graph.nodes if node.name in names}))
+
+
 def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str,
-           excluded: frozenset[str], reasons: list[str]):
-    """`gm` with every piece around the excluded ops compiled, or None if no piece
-    is left to compile (or the split went MAX_ROUNDS deep).
+           native: frozenset[str], failing: frozenset[str], reasons: list[str], depth: int):
+    """`gm` with every piece around the calls of `native` ops and the `failing` nodes
+    compiled, or None if no piece is left to compile (or the split went MAX_ROUNDS deep).
 
     An inference graph is replayed whole as the mode says (on the Triton target,
     reduce-overhead captures it in one CUDA graph), its pieces without replays of their
     own: one capture then holds the eager calls between the pieces too, and no piece
-    copies its inputs into a capture's buffers and its outputs out. GPT-2's block,
-    split around its attention, spent 85 us of its 199 us of GPU time per call in such
-    copies (H100, torch.profiler). Split around native ops only, it is also remembered
-    for a later process, as a whole graph is (`remembering_inference`), and its first
-    call builds all its pieces' code at once (`Target.building_pieces_together`), from
-    a dry run in which those ops run on unwritten buffers: an op split around because
-    it failed to compile might read indices from them, and is never run so."""
+    copies its inputs into a capture's buffers and its outputs out (for GPT-2's block,
+    split around its attention, those copies were most of its GPU time). Split around
+    native ops only, it is also remembered for a later process, as a whole graph is
+    (`remembering_inference`), and its first call builds all its pieces' code at once
+    (`Target.building_pieces_together`), from a dry run in which those ops run on
+    unwritten buffers: a node split around because it failed to compile might read
+    indices from them, and is never run so."""
     if kind != "inference":
-        found = _split_pieces(gm, options, kind, excluded, reasons)
+        found = _split_pieces(gm, options, kind, native, failing, reasons, depth)
         return None if found is None else found[0]
-    found = _split_pieces(gm, options.without_replay(), kind, excluded, reasons)
+    found = _split_pieces(gm, options.without_replay(), kind, native, failing, reasons, depth)
     if found is None:
         return None
     split, pieces = found
     target = get_target(resolve_target(options, _input_values(gm)))
-    native = native_ops_in(gm)
-    if excluded <= native.keys():
-        _remember_split(gm, split, pieces, native, target.name)
+    if not failing:
+        _remember_split(gm, split, pieces, native_ops_in(gm), target.name)
         # Its checks would compare the dry run's garbage, and its writes store it.
         if not options.check_accuracy and not mutated_inputs(gm):
             split = target.building_pieces_together(split, stages)
@@ -424,22 +470,24 @@ def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str
 
 
 def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
-                  excluded: frozenset[str], reasons: list[str]
-                  ) -> tuple[torch.fx.GraphModule, dict[str, torch.fx.GraphModule]] | None:
+                  native: frozenset[str], failing: frozenset[str], reasons: list[str],
+                  depth: int) -> tuple[torch.fx.GraphModule, dict[str, torch.fx.GraphModule]] | None:
     """`_split`'s pieces, compiled as `options` say, in a graph module that calls them;
     with the pieces' own graph modules, by name."""
+    def eager(node: torch.fx.Node) -> bool:
+        return node.name in failing or str(node.target) in native
+
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    if len(excluded) > MAX_ROUNDS or all(target_names(n) & excluded for n in calls):
+    if depth >= MAX_ROUNDS or all(eager(n) for n in calls) or not any(eager(n) for n in calls):
         return None
-    if not any(target_names(n) & excluded for n in calls):
-        return None  # the failing op is not a node of this graph (it came from a lowering)
-    split, names = split_around(gm, excluded)
+    split, names = split_around(gm, eager)
     if not names:
         return None
     pieces = {}
     for name in names:
         piece = pieces[name] = getattr(split, name)
-        _, compiled = _compile_or_split(piece, options, f"{kind}_piece", excluded, reasons)
+        _, compiled = _compile_or_split(piece, options, f"{kind}_piece", native, reasons,
+                                        depth + 1)
         delattr(split, name)  # a submodule slot only takes modules; the call is a function
         setattr(split, name, _as_module_call(compiled, piece))
     split.recompile()
@@ -460,29 +508,27 @@ def _as_module_call(compiled, piece: torch.fx.GraphModule):
     return call
 
 
-def _eager_when_a_check_fails(host, gm: torch.fx.GraphModule, graph_name: str,
-                              options: Options):
-    """`host`, answering a call with eager `gm` when a runtime check of the compiled
-    code fails (sizes torch-mlir's lowering cannot handle; see report-failed-checks),
-    and every call from the first on which a kernel built at launch failed to build:
-    the program keeps working, with one warning per graph. With fallback=False, the
-    failure is raised."""
+def _eager_when_it_fails(host, gm: torch.fx.GraphModule, graph_name: str, options: Options,
+                         resplit: Callable[[frozenset[str]], Callable | None] | None = None):
+    """`host`, which raises nothing that eager `gm` would not; with fallback=False,
+    every failure is raised instead.
+
+    - A runtime check of the compiled code fails (sizes torch-mlir's lowering cannot
+      handle; see report-failed-checks): that call runs eagerly, warned once per graph.
+    - A kernel built at its first launch fails to build: from then on the graph runs
+      split around the nodes that kernel computes (`resplit`), or else eagerly.
+    - Anything else the compiled code raises: the call runs eagerly. Where eager raises
+      too, that is the user's error, raised as eager raises it; where it does not, the
+      compiled code has a bug: recorded, warned once, and the graph runs eagerly from
+      then on.
+    """
+    running = host
     warned = False
-    broken = False
 
     def guarded(*args):
-        nonlocal warned, broken
-        if broken:
-            return gm(*args)
+        nonlocal running, warned
         try:
-            return host(*args)
-        except KernelBuildFailed as failure:
-            if not options.fallback:
-                raise
-            broken = True
-            counters.record_fallback(f"{graph_name}: kernel build: {failure}")
-            warnings.warn(f"tessel: graph {graph_name} runs eagerly: {failure}", stacklevel=2)
-            return gm(*args)
+            return running(*args)
         except RuntimeCheckFailed as failure:
             if not options.fallback:
                 raise
@@ -492,7 +538,43 @@ def _eager_when_a_check_fails(host, gm: torch.fx.GraphModule, graph_name: str,
                 warnings.warn(f"tessel: graph {graph_name} runs eagerly for this call: "
                               f"{failure}", stacklevel=2)
             return gm(*args)
+        except KernelBuildFailed as failure:
+            if not options.fallback:
+                raise
+            split = resplit(failure.nodes) if failure.nodes and resplit else None
+            running = gm if split is None else split
+            where = (f"{_ops_of(gm, failure.nodes)} run eagerly" if split is not None
+                     else "runs eagerly")
+            counters.record_fallback(f"{graph_name}: kernel build: {failure}")
+            warnings.warn(f"tessel: graph {graph_name} {where}: {failure}", stacklevel=2)
+            return running(*args)
+        except IndexOutOfRange:  # eager's error for the index inputs, checked before any kernel
+            raise
+        except Exception as error:  # compiled code must not raise what eager would not
+            if not options.fallback or running is gm:
+                raise
+            results = gm(*args)
+            running = gm
+            log.debug("tessel: graph %s raised at run time", graph_name, exc_info=True)
+            counters.record_fallback(f"{graph_name}: run time: {type(error).__name__}: "
+                                     f"{_first_error_line(str(error))}")
+            warnings.warn(f"tessel: graph {graph_name} runs eagerly: its compiled code "
+                          f"raised {type(error).__name__}: {error}", stacklevel=2)
+            return results
     return guarded
+
+
+def _pinning_build_failures(host, gm: torch.fx.GraphModule, traced: torch.fx.GraphModule):
+    """`host` (compiled from `traced`, `gm` decomposed), whose KernelBuildFailed names
+    nodes of `gm` instead of `traced`."""
+    def pinning(*args):
+        try:
+            return host(*args)
+        except KernelBuildFailed as failure:
+            failure.nodes = frozenset(
+                origins(traced, set(failure.nodes)) & {n.name for n in gm.graph.nodes})
+            raise
+    return pinning
 
 
 def _checked_against_eager(host, gm: torch.fx.GraphModule, dump: GraphDump, locate):

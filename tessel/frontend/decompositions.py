@@ -127,6 +127,17 @@ def torch_mlir_table() -> dict:
 
 
 @functools.cache
+def before_autograd_table() -> dict:
+    """What aot_autograd itself decomposes, before it splits forward from backward
+    (frontend/decompose.py applies the rest later): the CPU flash attention, whose
+    decomposition saves another tensor for the backward than the kernel does
+    (`flash_attention_for_cpu_backward`), so both graphs must see it."""
+    table = decomposition_table()
+    return {op: table[op] for op in (aten._scaled_dot_product_flash_attention_for_cpu.default,
+                                     aten._scaled_dot_product_flash_attention_for_cpu_backward.default)}
+
+
+@functools.cache
 def decomposition_table() -> dict:
     table = torch_mlir_table()
     table.update(lowerable_decompositions())

@@ -13,17 +13,17 @@ ENTRY_POINT = "main"
 _TORCH_OP = re.compile(r"torch\.(?:aten|prims|prim|operator)\.[A-Za-z0-9_.]+|aten\.[A-Za-z0-9_.]+")
 
 
-def import_graph(graph: torch.fx.Graph, node_locations: bool = False) -> ir.Module:
+def import_graph(graph: torch.fx.Graph) -> ir.Module:
     """Import an aot_autograd graph into the shared context as `func.func @main`.
 
     The entry point is marked `llvm.emit_c_interface` so that a JIT can call it with
-    memref descriptors built from torch tensors. With `node_locations`, every op's
-    location is named after the FX node it comes from (`loc("mul_1"(...))`), so that
-    a kernel can be traced back to the node whose value it computes.
+    memref descriptors built from torch tensors. Every op's location is named after
+    the FX node it comes from (`loc("mul_1"(...))`), so that a kernel can be traced
+    back to the nodes whose values it computes: a kernel that fails to build falls
+    back for those nodes alone, and check_accuracy names the kernel that differs.
     """
     importer = FxImporter(context=ir.context())
-    if node_locations:
-        _name_locations_after_nodes(importer)
+    _name_locations_after_nodes(importer)
     importer.import_stateless_graph(graph, func_name=ENTRY_POINT)
     module = importer.module
     with ir.context():

@@ -1,13 +1,15 @@
-"""Per-op fallback: split a graph around the ops tessel cannot compile.
+"""Per-op fallback: split a graph around the nodes tessel cannot compile.
 
-When a graph fails on a named op, the nodes calling that op run eagerly and the rest
-is cut into pieces (torch.fx's CapabilityBasedPartitioner), each compiled on its own;
-a piece that fails on another op is split again, up to MAX_ROUNDS ops.
+When a graph fails on some of its nodes (those a failure is pinned on, or every call
+of an op left native), those run eagerly and the rest is cut into pieces (torch.fx's
+CapabilityBasedPartitioner), each compiled on its own; a piece that fails on other
+nodes is split again, up to MAX_ROUNDS deep.
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Callable
 
 import torch
 import torch.fx
@@ -18,13 +20,13 @@ MAX_ROUNDS = 8
 
 
 class _Excluding(OperatorSupportBase):
-    """Supports every call except those to the excluded targets."""
+    """Supports every call except the excluded ones."""
 
-    def __init__(self, excluded: set[str]):
+    def __init__(self, excluded: Callable[[torch.fx.Node], bool]):
         self.excluded = excluded
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and not target_names(node) & self.excluded
+        return node.op == "call_function" and not self.excluded(node)
 
 
 def target_names(node: torch.fx.Node) -> set[str]:
@@ -35,9 +37,10 @@ def target_names(node: torch.fx.Node) -> set[str]:
     return {name, base, f"torch.{base}", f"torch.{name}"}
 
 
-def split_around(gm: torch.fx.GraphModule, excluded: set[str]) -> tuple[torch.fx.GraphModule, list[str]]:
-    """A copy of `gm` whose supported regions are submodules (names returned); the
-    excluded ops stay in the top-level graph and run eagerly."""
+def split_around(gm: torch.fx.GraphModule, excluded: Callable[[torch.fx.Node], bool]
+                 ) -> tuple[torch.fx.GraphModule, list[str]]:
+    """A copy of `gm` whose regions of calls not `excluded` are submodules (names
+    returned); the excluded calls stay in the top-level graph and run eagerly."""
     # A copy of the graph only, sharing gm's tensors: deep-copying the GraphModule
     # copies its example values too, which fails for fake CUDA tensors.
     copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))

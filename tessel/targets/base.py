@@ -19,7 +19,12 @@ class RuntimeCheckFailed(RuntimeError):
 
 class KernelBuildFailed(RuntimeError):
     """A kernel the target builds at its first launch (Triton's JIT) failed to build:
-    the graph runs eagerly from then on."""
+    the FX nodes it computes (`nodes`, from its locations; none if unknown) run
+    eagerly from then on, or the whole graph."""
+
+    def __init__(self, message: str, nodes: frozenset[str] = frozenset()):
+        super().__init__(message)
+        self.nodes = nodes
 
 
 class Target(ABC):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, ClassVar
@@ -44,6 +45,8 @@ from tessel.targets.triton.launcher import (
 )
 
 log = logging.getLogger("tessel")
+# The function a Triton compile error's source defines: a kernel function's name.
+_FUNCTION = re.compile(r"def (\w+)\(")
 
 
 def cache_dir() -> Path:
@@ -61,7 +64,8 @@ def _load_kernels(source: str):
 
 
 def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
-                      tune: bool, loaded: Callable[[], None]) -> Callable:
+                      tune: bool, loaded: Callable[[], None],
+                      function_nodes: dict[str, list[str]]) -> Callable:
     """`host`, turning a kernel that Triton fails to compile into KernelBuildFailed (the
     graph then runs eagerly), with the dump that holds its source. With `compile_first`,
     its kernels compile in parallel before its first call; without (kernels from the
@@ -69,7 +73,8 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
     launch, which costs less than the dry run that finds their arguments. With `tune`,
     each launch's configuration is first chosen by timing, or read from an earlier
     tuning, from its kernel kind's space (autotune.py). `loaded` runs after the first
-    call, when every kernel it launched is loaded. Within a dry run of a split graph
+    call, when every kernel it launched is loaded. `function_nodes`: the FX nodes each
+    kernel function computes, which a build failure names. Within a dry run of a split graph
     that `host` is a piece of, it records its launches there and compiles nothing."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
     compiled = called = False
@@ -95,8 +100,11 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
                 loaded()
             return results
         except CompilationError as error:
+            function = _FUNCTION.search(str(getattr(error, "src", "") or error))
+            nodes = function_nodes.get(function.group(1), ()) if function else ()
             raise KernelBuildFailed(f"Triton could not compile a kernel{where}: "
-                                    f"{str(error).strip().splitlines()[-1]}") from error
+                                    f"{str(error).strip().splitlines()[-1]}",
+                                    frozenset(nodes)) from error
     return launch
 
 
@@ -148,12 +156,18 @@ class TritonTarget(Target):
             channels_last = any(ir.StringAttr(k.attributes["callee"]).value == "conv2d"
                                 for k in kernels if k.name == "tkern.library_call")
             narrowed = host_program.narrowed_values(module)
-            try:
-                sources = {}
-                for kernel in kernels:
-                    if kernel.name != "tkern.library_call":
+            sources, located = {}, {}
+            for kernel in kernels:
+                if kernel.name != "tkern.library_call":
+                    try:
                         generated = kernel_source.generate(kernel, channels_last, narrowed)
-                        sources[generated.name] = generated
+                    except UnsupportedKernel as error:
+                        raise CompileFailure("triton-codegen", str(error),
+                                             nodes=frozenset(ir.names_located_in(kernel))
+                                             ) from error
+                    sources[generated.name] = generated
+                    located[generated.name] = ir.names_located_in(kernel)
+            try:
                 module_source = "\n\n".join([kernel_source.PRELUDE]
                                             + _distinct_functions(sources))
                 host_source = host_program.generate(module, sources, signature,
@@ -161,8 +175,12 @@ class TritonTarget(Target):
                                                     narrowed)
             except UnsupportedKernel as error:
                 raise CompileFailure("triton-codegen", str(error)) from error
+        function_nodes: dict[str, set[str]] = {}
+        for name, kernel in sources.items():
+            function_nodes.setdefault(kernel.function, set()).update(located[name])
         entry = {"kernels_source": module_source, "host_source": host_source,
-                 "kernels": len(kernels)}
+                 "kernels": len(kernels),
+                 "function_nodes": {f: sorted(n) for f, n in function_nodes.items()}}
         graph_cache.store(cache_key, entry)
         return self._build(entry, cache_key, signature, options, stages, compile_first=True)
 
@@ -197,7 +215,8 @@ class TritonTarget(Target):
                 graph_cache.store(cache_key, {**entry, "cubins": cubins})
 
         tune = _autotuning(options)
-        host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins)
+        host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins,
+                                 entry.get("function_nodes", {}))
         return host, entry["kernels"]
 
     def building_pieces_together(self, split: Callable, stages: Stages) -> Callable:

@@ -1,0 +1,140 @@
+"""The fallback contract: what tessel cannot compile runs eagerly as the user's own ops,
+in their own dtypes, and no larger than the nodes a failure is pinned on; nothing that
+compiled code raises reaches the user unless eager raises it too."""
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import tessel
+from tessel.stages import CompileFailure
+from tessel.targets.cpu.target import CpuTarget
+from tessel.targets.triton import kernel_source
+
+
+class _RecordingOps(TorchDispatchMode):
+    """Records every op dispatched, with the dtypes of its tensor arguments."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        dtypes = {a.dtype for a in torch.utils._pytree.tree_leaves(args)
+                  if isinstance(a, torch.Tensor)}
+        self.calls.append((str(func), dtypes))
+        return func(*args, **(kwargs or {}))
+
+
+def _bf16_block():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.LayerNorm(32),
+                               torch.nn.GELU()).to(torch.bfloat16).eval()
+
+
+def _failing_compile(self, module, signature, options, stages, cache_key=None):
+    raise CompileFailure("cpu-fuse", "an injected failure that names no op")
+
+
+def test_a_graph_that_cannot_compile_runs_the_users_ops_in_their_dtypes(monkeypatch):
+    monkeypatch.setattr(CpuTarget, "compile", _failing_compile)
+    model, x = _bf16_block(), torch.randn(8, 32, dtype=torch.bfloat16)
+    compiled = torch.compile(model, backend="mlir")
+    with torch.no_grad(), pytest.warns(UserWarning, match="injected failure"):
+        compiled(x)
+    with torch.no_grad(), _RecordingOps() as recorded:
+        actual = compiled(x)
+    assert tessel.stats()["graphs_fallback"] == 1
+    ops = [name for name, _ in recorded.calls]
+    assert not [name for name in ops if name.startswith("prims.")], ops
+    assert "aten.native_layer_norm.default" in ops and "aten.gelu.default" in ops, ops
+    assert all(dtypes <= {torch.bfloat16} for _, dtypes in recorded.calls), recorded.calls
+    with torch.no_grad():
+        torch.testing.assert_close(actual, model(x))
+
+
+def test_an_exception_at_run_time_runs_the_graph_eagerly_from_then_on(monkeypatch):
+    real_compile = CpuTarget.compile
+    calls = []
+
+    def raising_compile(self, *args, **kwargs):
+        host, kernels = real_compile(self, *args, **kwargs)
+
+        def raising(*inputs):
+            calls.append(len(inputs))
+            raise RuntimeError("an injected run-time failure")
+        return raising, kernels
+
+    monkeypatch.setattr(CpuTarget, "compile", raising_compile)
+    fn = lambda x: torch.sin(x) * 2 + x.sum()  # noqa: E731
+    compiled = torch.compile(fn, backend="mlir")
+    x = torch.randn(16)
+    with pytest.warns(UserWarning, match="injected run-time failure"):
+        torch.testing.assert_close(compiled(x), fn(x))
+    torch.testing.assert_close(compiled(x + 1), fn(x + 1))
+    assert len(calls) == 1, "the compiled code ran again after it raised"
+    (reason,) = tessel.stats()["fallback_reasons"]
+    assert "run time: RuntimeError: an injected run-time failure" in reason
+
+
+def test_an_error_eager_raises_too_is_raised_as_eager_raises_it():
+    compiled = torch.compile(lambda x, i: x[i] * 2, backend="mlir")
+    with pytest.raises(IndexError):
+        compiled(torch.randn(4), torch.tensor([7]))
+
+
+def test_an_exception_in_a_backward_graph_leaves_the_gradients_right(monkeypatch):
+    real_compile = CpuTarget.compile
+
+    def raising_in_backward(self, module, signature, options, stages, cache_key=None):
+        host, kernels = real_compile(self, module, signature, options, stages, cache_key)
+        if signature.role != "backward":
+            return host, kernels
+
+        def raising(*inputs):
+            raise RuntimeError("an injected backward failure")
+        return raising, kernels
+
+    monkeypatch.setattr(CpuTarget, "compile", raising_in_backward)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    reference = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh(),
+                                    torch.nn.Linear(16, 1))
+    reference.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="mlir")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(3):
+        x = torch.randn(8, 16)
+        for net, opt in ((compiled, optimizer), (reference, reference_optimizer)):
+            opt.zero_grad()
+            net(x).square().mean().backward()
+            opt.step()
+    for actual, expected in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(actual, expected)
+    assert tessel.stats()["forward_graphs_compiled"] >= 1
+    assert any("injected backward failure" in r for r in tessel.stats()["fallback_reasons"])
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="Triton's interpreter")
+def test_a_kernel_the_generator_refuses_falls_back_for_its_nodes_alone(monkeypatch, tmp_path):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    real_generate = kernel_source.generate
+
+    def refusing_erf(kernel, *args, **kwargs):
+        if "math.erf" in str(kernel):
+            raise kernel_source.UnsupportedKernel("linalg.generic", "an injected refusal")
+        return real_generate(kernel, *args, **kwargs)
+
+    monkeypatch.setattr(kernel_source, "generate", refusing_erf)
+    fn = lambda x, w: F.gelu(x @ w) * 3 + 1  # noqa: E731
+    x, w = torch.randn(16, 32), torch.randn(32, 32)
+    compiled = torch.compile(fn, backend="mlir", options={"target": "triton"})
+    with pytest.warns(UserWarning, match=r"aten\.gelu\.default.* runs eagerly"):
+        torch.testing.assert_close(compiled(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
+    counters = tessel.stats()
+    assert counters["graphs_split"] == 1 and counters["graphs_fallback"] == 0, counters
+    assert counters["graphs_compiled"] >= 1, counters
