@@ -117,3 +117,14 @@ def test_average_pooling_gradients_compile(window, device):
     (fn(x_eager) * weights).sum().backward()
     torch.testing.assert_close(x.grad, x_eager.grad)
     assert assert_compiled(min_graphs=2)["backward_graphs_compiled"] == 1
+
+
+def test_device_put_to_the_tensors_own_device_compiles(device):
+    """transformers' static cache calls `.to("cuda")` on tensors on cuda:0: torch._refs
+    makes that a prims.device_put, which torch-mlir cannot lower."""
+    def fn(x):
+        return torch.ops.prims.device_put(x, torch.device(device.type)) * 2
+    x = torch.randn(8, device=device)
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(x), fn(x))
+    assert_compiled()
+    assert not tessel.stats()["fallback_reasons"]

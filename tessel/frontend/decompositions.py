@@ -67,6 +67,16 @@ def var_mean_correction(x, dim=None, *, correction=None, keepdim=False):
     return var, mean if keepdim else mean.squeeze(dims)
 
 
+def device_put_on_its_device(x, device, non_blocking=False):
+    """prims.device_put to the device `x` is on: a copy. torch._refs' `_to_copy` puts
+    a tensor on "cuda" when it is on "cuda:0" (transformers' static cache does
+    `.to(device)` with the first), and torch-mlir has no device_put."""
+    device = torch.device(device)
+    if device.type != x.device.type or device.index not in (None, x.device.index):
+        return NotImplemented
+    return torch.clone(x)
+
+
 def _per_tensor(op: torch._ops.OpOverloadPacket):
     """A `_foreach_<op>` as a list of `op` calls, one per tensor of its list arguments
     (scalar lists are indexed alike; other arguments are passed to every call).
@@ -144,6 +154,7 @@ def decomposition_table() -> dict:
     table.update(special_decompositions())
     table.update(foreach_decompositions())
     table[torch.ops.prims.fma.default] = fma
+    table[torch.ops.prims.device_put.default] = device_put_on_its_device
     table[aten.var_mean.correction] = var_mean_correction
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)
