@@ -128,3 +128,15 @@ def test_device_put_to_the_tensors_own_device_compiles(device):
     torch.testing.assert_close(torch.compile(fn, backend="mlir")(x), fn(x))
     assert_compiled()
     assert not tessel.stats()["fallback_reasons"]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("fn", [torch.erf, torch.nn.functional.gelu, torch.tanh],
+                         ids=["erf", "gelu", "tanh"])
+def test_half_math_compiles_in_f32_on_the_cpu(fn, dtype):
+    """libm and torch-mlir's erf expansion have no bf16/f16 forms: BERT's GELU in bf16
+    fell back to eager on the CPU target."""
+    x = torch.randn(4, 64, dtype=dtype)
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(x), fn(x))
+    assert_compiled()
+    assert not tessel.stats()["fallback_reasons"]

@@ -73,6 +73,9 @@ register_pipeline(
     "func.func(lower-affine),"
     "convert-scf-to-cf,"
     "report-failed-checks,"
+    # Neither torch-mlir's erf expansion nor libm has bf16/f16 math: it runs in f32,
+    # rounded once, as eager's opmath does.
+    "func.func(math-extend-to-supported-types),"
     "func.func(refback-expand-ops-for-llvm),"
     "func.func(arith-expand),"
     "func.func(convert-math-to-llvm),"
