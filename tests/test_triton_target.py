@@ -1063,6 +1063,21 @@ func.func @main(%arg0: tensor<3x10000xf32>) -> tensor<3x10000xf32> {
 """
 
 
+def test_a_row_loop_reads_a_whole_row_value_through_its_row_dims():
+    """A causal mask in a row loop (every transformers model's prefill with a static
+    cache): each [1, 6] tile compares the positions, a [6] arange the loop computes
+    whole, read as (d0, d1) -> (d1). The read was taken for a broadcast ("a row value
+    read through a map other than the identity") and the graph ran eagerly."""
+    def fn(x):
+        positions = torch.arange(x.shape[-1])
+        mask = torch.where(positions[None, :] - positions[:, None] <= 0, 0.0, float("-inf"))
+        return (x + mask).softmax(-1), positions * 2
+    x = torch.randn(6, 6)
+    for actual, expected in zip(compile_triton(fn)(x), fn(x)):
+        torch.testing.assert_close(actual, expected)
+    assert_compiled()
+
+
 def test_a_value_of_the_running_max_is_recomputed_from_the_row_s_max():
     x = torch.randn(3, 10000)
     out = run_generated_kernel(_ONLINE_SOFTMAX_WITH_A_SCALAR_OF_THE_MAX, x, torch.empty(3, 10000))

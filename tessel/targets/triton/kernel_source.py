@@ -380,7 +380,7 @@ class _Writer:
         if value in self.registers:
             expression, value_kind = self.registers[value]
             if value_kind == "scalar" or \
-                    (kind == "row" and ir.is_identity_map(affine_map, window)):
+                    (kind == "row" and self.in_row_order(value, affine_map, indices, window)):
                 return expression, value_kind
             raise UnsupportedKernel("linalg.generic", "a row value read through a map "
                                     f"other than the identity ({affine_map})")
@@ -404,6 +404,17 @@ class _Writer:
             self.loads[load] = self.fresh()
             self.emit(f"{self.loads[load]} = {load}")
         return self.loads[load], kind
+
+    def in_row_order(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[str],
+                     window: frozenset[int]) -> bool:
+        """Whether `affine_map` reads the row value `value` lane for lane: its results
+        at `value`'s dims of size > 1 are the reader's dims that `r` spans, in order
+        (a dim of size 1 holds one point, however it is indexed). A causal mask's
+        row loop reads a [6] arange as (d0, d1) -> (d1) of its [1, 6] tile."""
+        row_dims = [d for d, index in enumerate(indices) if index != "0" and d not in window]
+        wide = [e for e, size in zip(affine_map.results, self.shape(value)) if size != 1]
+        return [e.position if isinstance(e, ir.AffineDimExpr) else None
+                for e in wide] == row_dims
 
     # ----------------------------------------------------------------- ops
 
