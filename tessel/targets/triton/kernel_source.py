@@ -359,6 +359,23 @@ class _Writer:
             inner = _times(inner, size)
         return indices, "row"
 
+    def result_indices(self, domain: list[int | str], output_map: ir.AffineMap
+                       ) -> tuple[list[str], str]:
+        """Per loop dim, its index where the kernel's row walks the result of a generic
+        over `domain` written through `output_map` (a projected permutation), and the
+        kind: the row walks the result tensor's dims, which the loop dims may permute
+        (torch-mlir's depthwise convolution loops over N, H, W, C and writes NCHW). The
+        loop dims the result does not have (a window's) are 0."""
+        positions = [e.position if isinstance(e, ir.AffineDimExpr) else None
+                     for e in output_map.results]
+        if None in positions:
+            raise UnsupportedKernel("linalg.generic", f"an output map {output_map}")
+        tensor_indices, kind = self.local_indices([domain[p] for p in positions])
+        indices = ["0"] * len(domain)
+        for position, index in zip(positions, tensor_indices):
+            indices[position] = index
+        return indices, kind
+
     def address(self, pointer_strides: list[str], offsets: list[str], exprs: list[str]) -> str:
         terms = []
         for stride, offset, index in zip(pointer_strides, offsets, exprs):
@@ -544,11 +561,10 @@ class _Writer:
         if math.prod(len(w) for w in window) > MAX_POOLING_WINDOW or len(op.results) != 1:
             raise UnsupportedKernel("linalg.generic", f"a reduction window of "
                                     f"{[len(w) for w in window]} per point")
-        outputs = [1 if d in reductions else size for d, size in enumerate(domain)]
-        indices, kind = self.local_indices(outputs)
         maps = ir.indexing_maps(op)
         block = op.regions[0].blocks[0]
         n_inputs = len(op.operands) - 1
+        indices, kind = self.result_indices(domain, maps[n_inputs])
         body_ops = [o.operation for o in block.operations]
         used = {v for body_op in body_ops for v in body_op.operands}
         accumulator = self.read(op.operands[n_inputs], maps[n_inputs], indices, kind,
