@@ -79,7 +79,9 @@ class IndexCheck:
 @dataclass
 class GraphSignature:
     inputs: list[TensorInput | ScalarInput]
-    symbol_bindings: list[tuple[str, str]]      # (symbol, expression over inputs)
+    # (name, expression over inputs), bound first: the size symbols, and the inputs as
+    # passed that outputs view, before a host lays them out anew (contiguous copies).
+    symbol_bindings: list[tuple[str, str]]
     results: list[TensorResult]                 # tensors the kernel writes, in order
     returns: list[str]                          # one Python expression per FX output
     node_names: list[str] = field(default_factory=list)
@@ -378,6 +380,13 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
         results.append(TensorResult(value.dtype, shape, stride))
         return f"out{len(kernel_outputs) - 1}"
 
+    def as_passed(placeholder: torch.fx.Node) -> str:
+        """The host name of input `placeholder` as the caller passed it."""
+        name = f"{placeholder.name}_as_passed"
+        if (name, placeholder.name) not in bindings:
+            bindings.append((name, placeholder.name))
+        return name
+
     returns: list[str] = []
     for position, out in enumerate(fx_outputs):
         what = f"output {position} ({getattr(out, 'name', out)})"
@@ -388,7 +397,13 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             returns.append(repr(out))
         elif root.op == "placeholder" and all(v.target is aten.alias.default for v in views):
             # An alias shares its input's storage in eager too: return the same tensor.
-            returns.append(root.name)
+            returns.append(as_passed(root))
+        elif (root.op == "placeholder" and views
+              and (view := _host_view(root, views, bound)) is not None):
+            # A view of an input is that view in eager, and aot_autograd recreates it
+            # from the input by the layout of what we return (as_strided) where the
+            # view's arguments are symbolic: a copy's layout picked other elements.
+            returns.append(view.format(as_passed(root)))
         elif isinstance(out.meta.get("val"), (torch.SymInt, torch.SymFloat, int, float)):
             returns.append(_printer_expr(out.meta["val"], bound, what))
         elif views and host_can_view(root) and (view := _host_view(root, views, bound)):

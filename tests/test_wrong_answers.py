@@ -1,0 +1,46 @@
+"""Wrong answers that suites nobody here wrote found (issue 22), each pinned by a test
+that failed before its fix. Most appear only on the call after Dynamo's automatic
+dynamic shapes recompile a function with symbolic sizes and ints, as it does for every
+user by default: a test calls one compiled function with several arguments in turn."""
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+
+from conftest import assert_compiled
+
+TARGETS = pytest.mark.parametrize("target", ["cpu", "triton"])
+
+
+def _assert_same_views(actual, expected):
+    """Same values, and the same layout in the same storage (a view's strides and offset
+    are part of eager's answer: writes through it land there)."""
+    torch.testing.assert_close(actual, expected)
+    for a, e in zip(pytree.tree_leaves(actual), pytree.tree_leaves(expected), strict=True):
+        assert (a.stride(), a.storage_offset()) == (e.stride(), e.storage_offset())
+
+
+VIEWS_OF_INPUTS = {
+    "select": lambda x, i: torch.select(x, -1, i),
+    "split_with_sizes": lambda x, i: torch.split(x, [1, x.shape[1] - 1 - i, i], 1),
+    "hsplit": lambda x, i: torch.hsplit(x, [1, i + 1]),
+    "narrow": lambda x, i: x.narrow(0, i, 2),
+}
+
+
+@TARGETS
+@pytest.mark.parametrize("name", VIEWS_OF_INPUTS)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_view_of_an_input_after_a_dynamic_recompile(target, name, layout):
+    """A graph output that views a graph input under symbolic sizes or ints: aot_autograd
+    recreates it from the input by the size, strides and offset of what the compiled
+    graph returns (as_strided). A kernel's copy of the view put every later output of a
+    split, and select's row, at the input's first elements; a view of the host's
+    contiguous copy of a transposed input picked other elements of the input."""
+    fn = VIEWS_OF_INPUTS[name]
+    compiled = torch.compile(fn, backend="mlir", options={"target": target, "fallback": False})
+    for size, i in [(5, 1), (6, 2), (7, 3), (7, -1 if name == "select" else 2)]:
+        x = torch.randn(size + 1, size)
+        x = x.t() if layout == "transposed" else x[:size]
+        _assert_same_views(compiled(x, i), fn(x, i))
+    assert_compiled()
