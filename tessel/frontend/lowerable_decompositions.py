@@ -482,6 +482,27 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
     return padded[..., ph:ph + height, pw:pw + width]
 
 
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """linalg_vector_norm of a symbolic `ord` (a norm's ord that changed between calls,
+    under Dynamo's automatic dynamic shapes) with eager's special cases: torch-mlir
+    lowers a non-constant ord as sum(|x|^ord)^(1/ord) alone, which is inf for ord 0
+    (eager counts nonzeros) and not the max or min for +-inf. A constant ord it lowers
+    by case, as eager."""
+    if not isinstance(ord, (torch.SymInt, torch.SymFloat)) or _inside_rewrite():
+        return NotImplemented
+    with _torch_mlir_lowering():
+        norm = aten.linalg_vector_norm.default(x, ord, dim, keepdim, dtype=dtype)
+    order = torch.scalar_tensor(ord, dtype=torch.float64, device=x.device)
+    magnitude = (x if dtype is None else x.to(dtype)).abs()
+    dims = list(range(x.dim())) if dim is None else dim
+    nonzeros = (magnitude != 0).sum(dims, keepdim=keepdim, dtype=norm.dtype)
+    norm = torch.where(order == 0, nonzeros, norm)
+    if isinstance(ord, torch.SymFloat) and x.numel() != 0:  # an int ord is never infinite
+        norm = torch.where(order == math.inf, magnitude.amax(dims, keepdim), norm)
+        norm = torch.where(order == -math.inf, magnitude.amin(dims, keepdim), norm)
+    return norm
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
@@ -529,5 +550,6 @@ def lowerable_decompositions() -> dict:
         aten.searchsorted.Tensor: searchsorted,
         aten.logcumsumexp.default: logcumsumexp,
         aten.avg_pool2d_backward.default: avg_pool2d_backward,
+        aten.linalg_vector_norm.default: vector_norm,
     })
     return table
