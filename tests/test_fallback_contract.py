@@ -2,6 +2,7 @@
 in their own dtypes, and no larger than the nodes a failure is pinned on; nothing that
 compiled code raises reaches the user unless eager raises it too."""
 
+import inspect
 import os
 
 import pytest
@@ -138,3 +139,30 @@ def test_a_kernel_the_generator_refuses_falls_back_for_its_nodes_alone(monkeypat
     counters = tessel.stats()
     assert counters["graphs_split"] == 1 and counters["graphs_fallback"] == 0, counters
     assert counters["graphs_compiled"] >= 1, counters
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="Triton's interpreter")
+def test_a_kernel_that_fails_to_build_at_its_first_launch_falls_back_for_its_nodes(
+        monkeypatch, tmp_path):
+    from triton.compiler.errors import CompilationError
+
+    from tessel.targets.triton.launcher import KernelLauncher
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    real_call = KernelLauncher.__call__
+
+    def failing_erf(self, direct, stream, *args):
+        source = inspect.getsource(self.kernel.fn)  # Triton's interpreter keeps the function
+        if "tl.erf" in source:
+            raise CompilationError(source, None, "an injected build failure")
+        return real_call(self, direct, stream, *args)
+
+    monkeypatch.setattr(KernelLauncher, "__call__", failing_erf)
+    fn = lambda x, w: F.gelu(x @ w) * 3 + 1  # noqa: E731
+    x, w = torch.randn(16, 32), torch.randn(32, 32)
+    compiled = torch.compile(fn, backend="mlir", options={"target": "triton"})
+    with pytest.warns(UserWarning, match=r"aten\.gelu\.default.* run eagerly"):
+        torch.testing.assert_close(compiled(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(compiled(x + 1, w), fn(x + 1, w), rtol=1e-4, atol=1e-4)
+    counters = tessel.stats()
+    assert counters["graphs_split"] == 1 and counters["graphs_fallback"] == 0, counters
+    assert any("kernel build" in r for r in counters["fallback_reasons"]), counters
