@@ -156,17 +156,22 @@ class TritonTarget(Target):
             channels_last = any(ir.StringAttr(k.attributes["callee"]).value == "conv2d"
                                 for k in kernels if k.name == "tkern.library_call")
             narrowed = host_program.narrowed_values(module)
-            sources, located = {}, {}
+            sources, located, refused = {}, {}, []
             for kernel in kernels:
                 if kernel.name != "tkern.library_call":
                     try:
                         generated = kernel_source.generate(kernel, channels_last, narrowed)
                     except UnsupportedKernel as error:
-                        raise CompileFailure("triton-codegen", str(error),
-                                             nodes=frozenset(ir.names_located_in(kernel))
-                                             ) from error
+                        refused.append((error, ir.names_located_in(kernel)))
+                        continue
                     sources[generated.name] = generated
                     located[generated.name] = ir.names_located_in(kernel)
+            if refused:
+                # Every refused kernel at once: one split of the graph around all of them.
+                (first, _), more = refused[0], len(refused) - 1
+                raise CompileFailure(
+                    "triton-codegen", str(first) + (f" (and {more} other kernels)" if more else ""),
+                    nodes=frozenset().union(*(nodes for _, nodes in refused)))
             try:
                 module_source = "\n\n".join([kernel_source.PRELUDE]
                                             + _distinct_functions(sources))
