@@ -1,0 +1,258 @@
+"""Report of a model-suite run: CSV, Markdown and a PNG of speedups over eager.
+
+    python -m benchmarks.models.report RESULTS.jsonl [--output-dir benchmarks/results]
+
+writes models_<device>.csv, .md and .png (the plot where matplotlib is installed). Per
+backend and mode: the pass rate, how many mlir rows ran nothing eagerly but native ops,
+the geomean speedup over eager and how many models ran slower than 0.95x eager, the
+geomean ratio to Inductor, the mean first-call seconds and the geomean peak memory
+against Inductor's. Performance figures are over passing rows only, as in PyTorch's
+harness. A model's ratio to Inductor is its mlir speedup over its inductor speedup in
+the same mode, each against the eager median of its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+from pathlib import Path
+
+from benchmarks.models.measure import STATUSES, VERSIONS
+from benchmarks.models.suite import ROOT, row_key
+from benchmarks.run import fmt, geomean, ratio, table
+
+SLOWER = 0.95                   # a speedup below this counts as slower than eager
+REASONS_CHARS = 120             # fallback reasons and errors, truncated in the Markdown
+COLUMNS = ("model", "source", "kind", "backend", "mode", "status", "speedup",
+           "vs_inductor", "eager_ms", "compiled_ms", "first_call_s", "graphs_compiled",
+           "graphs_split", "graphs_fallback", "kernels", "dynamo_graphs", "graph_breaks",
+           "peak_memory_mib", "memory_vs_inductor", "nothing_eager", "eager_tokens_per_s",
+           "tokens_per_s", "matching_tokens", "reference", "max_abs_error", "fallback_reasons",
+           "native_ops", "error")
+
+
+def load_rows(path: Path) -> list[dict]:
+    """The results' rows, the last of each key where a row was run again."""
+    rows = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[row_key(row)] = row
+    return list(rows.values())
+
+
+def nothing_eager(row: dict) -> bool | None:
+    """For an mlir row that ran: whether tessel compiled every graph, leaving to PyTorch
+    only the ops it leaves native by choice (native_ops)."""
+    if row["backend"] != "mlir" or "graphs_compiled" not in row:
+        return None
+    return (not row["fallback_reasons"] and row["graphs_fallback"] == 0
+            and row["graphs_compiled"] >= 1)
+
+
+def add_derived(rows: list[dict]) -> None:
+    """Per mlir row, its ratio to the inductor row of the same model and mode (speedup and
+    peak memory); per row, peak memory in MiB and nothing_eager."""
+    by_key = {(r["model"], r["kind"], r["mode"], r["backend"]): r for r in rows}
+    for row in rows:
+        row["nothing_eager"] = nothing_eager(row)
+        peak = row.get("peak_memory")
+        row["peak_memory_mib"] = None if peak is None else peak / 2**20
+        inductor = by_key.get((row["model"], row["kind"], row["mode"], "inductor"))
+        if row["backend"] == "mlir" and inductor and passed(row) and passed(inductor):
+            row["vs_inductor"] = ratio(row.get("speedup"), inductor.get("speedup"))
+            row["memory_vs_inductor"] = ratio(peak, inductor.get("peak_memory"))
+
+
+def passed(row: dict) -> bool:
+    return row["status"] == "pass"
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """One line per kind, backend and mode."""
+    lines = []
+    groups = sorted({(r["kind"], r["backend"], r["mode"]) for r in rows})
+    for kind, backend, mode in groups:
+        group = [r for r in rows if (r["kind"], r["backend"], r["mode"]) == (kind, backend, mode)]
+        good = [r for r in group if passed(r)]
+        speedups = [r["speedup"] for r in good if r.get("speedup")]
+        first_calls = [r["first_call_s"] for r in group if r.get("first_call_s") is not None]
+        eager_free = [r for r in group if r["nothing_eager"]]
+        lines.append({
+            "kind": kind, "backend": backend, "mode": mode,
+            "pass": f"{len(good)}/{len(group)}",
+            "statuses": {s: n for s in STATUSES if (n := sum(r["status"] == s for r in group))},
+            "nothing_eager": f"{len(eager_free)}/{len(group)}" if backend == "mlir" else None,
+            "geomean_speedup": geomean(speedups),
+            "slower_than_eager": sum(s < SLOWER for s in speedups),
+            "geomean_vs_inductor": geomean([r["vs_inductor"] for r in good
+                                            if r.get("vs_inductor")]),
+            "mean_first_call_s": statistics.mean(first_calls) if first_calls else None,
+            "geomean_memory_vs_inductor": geomean([r["memory_vs_inductor"] for r in good
+                                                   if r.get("memory_vs_inductor")]),
+        })
+    return lines
+
+
+def distinct(rows: list[dict], get) -> str:
+    values = sorted({str(v) for r in rows if (v := get(r)) is not None})
+    return ", ".join(values) or "unknown"
+
+
+def header(rows: list[dict]) -> list[str]:
+    """Machine, versions, dates and commits of the rows (several where they differ)."""
+    commit = distinct(rows, lambda r: r.get("commit"))
+    if commit == "unknown":  # a run from a copy without git: this checkout's, marked so
+        commit = (subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
+                                 capture_output=True, text=True).stdout.strip() or "unknown")
+        commit += " (of the checkout that wrote this report; the run recorded none)"
+    dates = sorted(r["date"] for r in rows if r.get("date"))
+    lines = [f"- date: {dates[0]} to {dates[-1]}" if dates else "- date: unknown",
+             f"- commit: {commit}",
+             f"- gpu: {distinct(rows, lambda r: r.get('env', {}).get('gpu'))}",
+             f"- cpu: {distinct(rows, lambda r: r.get('env', {}).get('cpu'))}",
+             f"- python: {distinct(rows, lambda r: r.get('env', {}).get('python'))}"]
+    lines += [f"- {name}: {distinct(rows, lambda r: r.get('env', {}).get(name))}"
+              for name in VERSIONS]
+    lines.append(f"- dtype: {distinct(rows, lambda r: r.get('dtype'))}; tiny configs: "
+                 f"{distinct(rows, lambda r: r.get('tiny'))}; tessel options: "
+                 f"{distinct(rows, lambda r: json.dumps(r.get('options')))}")
+    lines.append(f"- warm-up calls: {distinct(rows, lambda r: r.get('warmup'))}; timed calls "
+                 f"of each of eager and compiled: {distinct(rows, lambda r: r.get('repeats'))}")
+    return lines
+
+
+def truncated(values, limit: int = REASONS_CHARS) -> str:
+    text = "; ".join(values) if isinstance(values, list) else str(values or "")
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def bool_cell(value) -> str:
+    return "—" if value is None else ("yes" if value else "no")
+
+
+def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
+    out = [f"# Model suite on {device}", ""] + header(rows) + ["", "## Summary", ""]
+    out += table(
+        ["kind", "backend", "mode", "pass", "statuses", "nothing eager but native ops",
+         "geomean speedup over eager", f"slower than {SLOWER}x eager",
+         "geomean mlir / inductor", "mean first call s", "geomean peak memory / inductor's"],
+        [[s["kind"], s["backend"], s["mode"], s["pass"],
+          ", ".join(f"{k} {v}" for k, v in s["statuses"].items()), s["nothing_eager"] or "—",
+          fmt(s["geomean_speedup"], ".2f", "x"), str(s["slower_than_eager"]),
+          fmt(s["geomean_vs_inductor"], ".2f", "x"), fmt(s["mean_first_call_s"], ".1f"),
+          fmt(s["geomean_memory_vs_inductor"], ".2f", "x")] for s in lines_])
+    forward = [r for r in rows if r["kind"] == "forward"]
+    if forward:
+        out += ["", "## Forward rows", ""]
+        out += table(
+            ["model", "source", "mode", "backend", "status", "speedup", "vs inductor",
+             "first call s", "graphs compiled / split / fallback", "kernels", "peak MiB",
+             "fallback reasons or error"],
+            [[r["model"], r["source"], r["mode"], r["backend"], r["status"],
+              fmt(r.get("speedup"), ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
+              fmt(r.get("first_call_s"), ".1f"), graphs_cell(r),
+              str(r.get("kernels", "—")), fmt(r["peak_memory_mib"], ".0f"),
+              truncated(r.get("error") or r.get("fallback_reasons"))]
+             for r in forward])
+    generate = [r for r in rows if r["kind"] == "generate"]
+    if generate:
+        out += ["", "## Generation rows (greedy, static cache, compiled forward)", ""]
+        out += table(
+            ["model", "mode", "backend", "status", "eager tokens/s", "tokens/s", "speedup",
+             "vs inductor", "leading tokens equal eager's", "first step's logits same",
+             "first call s", "fallback reasons or error"],
+            [[r["model"], r["mode"], r["backend"], r["status"],
+              fmt(r.get("eager_tokens_per_s"), ".0f"), fmt(r.get("tokens_per_s"), ".0f"),
+              fmt(r.get("speedup"), ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
+              f"{r['matching_tokens']}/{r['new_tokens']}" if "matching_tokens" in r else "—",
+              bool_cell(r.get("first_logits_same")), fmt(r.get("first_call_s"), ".1f"),
+              truncated(r.get("error") or r.get("fallback_reasons"))]
+             for r in generate])
+    return "\n".join(out) + "\n"
+
+
+def graphs_cell(row: dict) -> str:
+    if "graphs_compiled" not in row:
+        return "—"
+    return f"{row['graphs_compiled']} / {row['graphs_split']} / {row['graphs_fallback']}"
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    with open(path, "w", newline="") as out:
+        writer = csv.DictWriter(out, COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: "; ".join(value) if isinstance(value, list) else value
+                             for key, value in row.items()})
+
+
+def plot_label(row: dict) -> str:
+    return row["model"] if row["kind"] == "forward" else f"{row['model']} (generate)"
+
+
+def plot(rows: list[dict], path: Path, title: str) -> bool:
+    """Speedup over eager per model, one panel per mode, a bar per backend (0 where the
+    row did not pass); False without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = sorted({r["mode"] for r in rows})
+    models = list(dict.fromkeys(map(plot_label, rows)))
+    backends = sorted({r["backend"] for r in rows})
+    fig, axes = plt.subplots(len(modes), 1, figsize=(max(10, 0.32 * len(models)), 4 * len(modes)),
+                             squeeze=False)
+    width = 0.8 / (len(backends) + 1)
+    for ax, mode in zip(axes[:, 0], modes):
+        ax.bar(range(len(models)), [1.0] * len(models), width, label="eager",
+               color="lightgray", align="edge")
+        for i, backend in enumerate(backends):
+            speedups = {plot_label(r): r.get("speedup") or 0.0 for r in rows
+                        if r["mode"] == mode and r["backend"] == backend and passed(r)}
+            ax.bar([x + (i + 1) * width for x in range(len(models))],
+                   [speedups.get(m, 0.0) for m in models], width, label=backend, align="edge")
+        ax.axhline(1.0, color="gray", linewidth=0.8, linestyle="--")
+        ax.set_xticks([x + 0.4 for x in range(len(models))], models, rotation=90, fontsize=7)
+        ax.set_ylabel("speedup over eager")
+        ax.set_title(f"{title}, mode {mode} (no bar: the row did not pass)", fontsize=9)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="a JSON lines file of benchmarks.models.suite")
+    parser.add_argument("--output-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    rows = sorted(load_rows(args.results),
+                  key=lambda r: (r["kind"], r["model"], r["mode"], r["backend"]))
+    if not rows:
+        parser.error(f"{args.results} holds no rows")
+    add_derived(rows)
+    device = distinct(rows, lambda r: r.get("device"))
+    stem = args.output_dir / f"models_{device}"
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    lines_ = summary(rows)
+    report = markdown(rows, lines_, device)
+    stem.with_suffix(".md").write_text(report)
+    write_csv(rows, stem.with_suffix(".csv"))
+    title = distinct(rows, lambda r: r.get("env", {}).get("gpu") or r.get("env", {}).get("cpu"))
+    written = [stem.with_suffix(".md"), stem.with_suffix(".csv")]
+    if plot(rows, stem.with_suffix(".png"), title):
+        written.append(stem.with_suffix(".png"))
+    print("\n".join(report.split("\n## Forward rows")[0].splitlines()))
+    print("wrote " + ", ".join(map(str, written)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""Run the model suite: one process per (model, backend, mode), results appended as JSON
+lines, resumable.
+
+    python -m benchmarks.models.suite --device cuda --jobs 4 --budget 540 \\
+        --results /tmp/models_cuda.jsonl
+    python -m benchmarks.models.report /tmp/models_cuda.jsonl
+
+Each row runs `python -m benchmarks.models.runner` in its own process (its own session,
+killed as a group at --timeout), with empty Inductor, tessel and Triton cache
+directories, so that first calls compile from scratch. Up to --jobs processes run at
+once; they build, compile and warm up side by side, but time one at a time (a file lock
+around each one's timed calls), and each gets cores/jobs compile workers and threads.
+A row already in --results is skipped, so one command continues another's run: with
+--budget, no row starts after that many seconds, and rows still running then are
+stopped and left to the next command. See benchmarks/README.md, "Model suite".
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.models import catalog
+from benchmarks.models.runner import BACKENDS, MODES
+
+ROOT = Path(__file__).resolve().parents[2]
+# One lock for every suite on the machine: timed calls never overlap, whichever run.
+LOCK = Path(tempfile.gettempdir()) / "tessel-model-suite.lock"
+# Phases before the compiled model first runs: a process that dies there failed eagerly.
+EAGER_PHASES = ("start-up", "build", "fp64 reference", "eager")
+POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class Task:
+    spec: catalog.ModelSpec
+    backend: str
+    mode: str
+
+    @property
+    def label(self) -> str:
+        kind = "" if self.spec.kind == "forward" else f" {self.spec.kind}"
+        return f"{self.spec.name}{kind} {self.backend} {self.mode}"
+
+    @property
+    def file_stem(self) -> str:
+        return f"{self.spec.name}.{self.spec.kind}.{self.backend}.{self.mode}"
+
+    def fields(self, args: argparse.Namespace) -> dict:
+        """The row's fields that say what it measured (row_key's)."""
+        return {"model": self.spec.name, "source": self.spec.source, "kind": self.spec.kind,
+                "backend": self.backend, "mode": self.mode, "device": args.device.split(":")[0],
+                "dtype": args.dtype, "tiny": args.tiny, "options": args.options}
+
+
+def row_key(row: dict) -> tuple:
+    """What identifies a row across runs: a rerun with these skips it."""
+    return (row["model"], row["kind"], row["backend"], row["mode"], row["device"], row["dtype"],
+            row["tiny"], json.dumps(row["options"], sort_keys=True))
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, '-dirty' with local changes; None without git (a copy)."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def selected(specs: list[catalog.ModelSpec], patterns: list[str] | None,
+             kinds: list[str]) -> list[catalog.ModelSpec]:
+    """The specs of the wanted kinds whose name matches a pattern (fnmatch: an exact name,
+    or `hf_*`), all without patterns; models whose package is missing are left out."""
+    chosen = [s for s in specs if s.kind in kinds
+              and (patterns is None or any(fnmatch.fnmatch(s.name, p) for p in patterns))]
+    missing = sorted({s.source for s in chosen if not catalog.source_installed(s.source)})
+    if missing:
+        print(f"skipping the {', '.join(missing)} models: not installed", file=sys.stderr)
+    return [s for s in chosen if s.source not in missing]
+
+
+def tasks_of(args: argparse.Namespace) -> list[Task]:
+    specs = selected(catalog.load_catalog(), args.models, args.kinds)
+    tasks = [Task(spec, backend, mode)
+             for spec in specs for mode in args.modes for backend in args.backends]
+    shard, shards = args.shard
+    return tasks[shard - 1::shards]
+
+
+def done_keys(results: Path) -> set[tuple]:
+    if not results.exists():
+        return set()
+    return {row_key(json.loads(line)) for line in results.read_text().splitlines() if line.strip()}
+
+
+class Process:
+    """A runner process for one task, with its row file, log and cache directories."""
+
+    def __init__(self, task: Task, args: argparse.Namespace, workdir: Path, logs: Path):
+        self.task = task
+        self.fields = task.fields(args)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{task.file_stem}.", dir=workdir))
+        self.row_file = self.dir / "row.json"
+        self.log = logs / f"{task.file_stem}.log"
+        share = max(1, (os.cpu_count() or 1) // args.jobs)
+        threads = args.threads or share
+        env = dict(os.environ, PYTHONUNBUFFERED="1",
+                   TORCHINDUCTOR_CACHE_DIR=str(self.dir / "inductor"),
+                   TESSEL_CACHE_DIR=str(self.dir / "tessel"),
+                   TRITON_CACHE_DIR=str(self.dir / "triton"),
+                   TORCHINDUCTOR_COMPILE_THREADS=str(share),
+                   TESSEL_COMPILE_PROCESSES=str(share))
+        command = [sys.executable, "-m", "benchmarks.models.runner",
+                   "--model", task.spec.name, "--kind", task.spec.kind,
+                   "--backend", task.backend, "--mode", task.mode, "--device", args.device,
+                   "--dtype", args.dtype, "--warmup", str(args.warmup),
+                   "--repeats", str(args.repeats), "--threads", str(threads),
+                   "--lock", str(LOCK), "--row-file", str(self.row_file)]
+        if args.tiny:
+            command.append("--tiny")
+        if args.options:
+            command += ["--options", json.dumps(args.options)]
+        self.start = time.monotonic()
+        with open(self.log, "w") as log:
+            # Its own session: a timeout kills the compile workers it started too.
+            self.popen = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.start
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.popen.wait()
+
+    def row(self, timed_out: bool) -> dict:
+        """The finished row; for a process that died or ran out of time, what it wrote
+        before that, with the status that says so."""
+        row = json.loads(self.row_file.read_text()) if self.row_file.exists() else dict(self.fields)
+        if row.get("phase") != "done":
+            phase = row.get("phase") or "start-up"
+            if timed_out:
+                row.update(status="timeout",
+                           error=f"no result after {self.seconds:.0f} s, in {phase}")
+            else:
+                row.update(status="eager_fail" if phase in EAGER_PHASES else "fail_to_run",
+                           error=f"process exited with {self.popen.returncode} in {phase}: "
+                                 f"{last_line(self.log)}")
+        return row
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def last_line(path: Path) -> str:
+    lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def summary(row: dict) -> str:
+    parts = [row["status"]]
+    if row.get("speedup") is not None:
+        parts.append(f"{row['speedup']:.2f}x eager")
+    if row.get("first_call_s") is not None:
+        parts.append(f"first call {row['first_call_s']:.1f} s")
+    if row.get("error"):
+        parts.append(row["error"][:160])
+    return ", ".join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the pending tasks; returns how many are left for a next command."""
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    logs = args.results.with_suffix(".logs")
+    logs.mkdir(exist_ok=True)
+    done = done_keys(args.results)
+    pending = [t for t in tasks_of(args) if row_key(t.fields(args)) not in done]
+    total = len(pending)
+    print(f"{total} rows to run, {args.jobs} at a time", file=sys.stderr)
+    commit = git_commit()
+    start = time.monotonic()
+    running: list[Process] = []
+    finished = 0
+    with tempfile.TemporaryDirectory(prefix="model-suite-") as workdir:
+        while pending or running:
+            over_budget = args.budget is not None and time.monotonic() - start > args.budget
+            while pending and len(running) < args.jobs and not over_budget:
+                running.append(Process(pending.pop(0), args, Path(workdir), logs))
+            for process in list(running):
+                timed_out = process.seconds > args.timeout
+                if process.popen.poll() is None and not timed_out and not over_budget:
+                    continue
+                running.remove(process)
+                if process.popen.poll() is None:
+                    process.kill()
+                    if not timed_out:  # stopped by the budget: the next command runs it
+                        print(f"stopped {process.task.label} (budget)", file=sys.stderr)
+                        process.remove()
+                        continue
+                row = process.row(timed_out) | {
+                    "commit": commit, "process_s": process.seconds, "log": str(process.log),
+                    "date": datetime.datetime.now().isoformat(timespec="seconds")}
+                process.remove()
+                with open(args.results, "a") as out:
+                    out.write(json.dumps(row) + "\n")
+                finished += 1
+                print(f"[{finished}/{total}] {process.task.label}: {summary(row)} "
+                      f"({process.seconds:.0f} s)", file=sys.stderr)
+            if over_budget and not running:
+                break
+            time.sleep(POLL_S)
+    left = total - finished
+    print(f"{finished} rows written to {args.results}; "
+          + (f"{left} left: run the same command again" if left else "the suite is complete"),
+          file=sys.stderr)
+    return left
+
+
+def shard_arg(text: str) -> tuple[int, int]:
+    try:
+        shard, shards = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected i/n, e.g. 1/3") from None
+    if not 1 <= shard <= shards:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: i must be in 1..n")
+    return shard, shards
+
+
+def comma_list(choices: tuple[str, ...] | None = None):
+    def parse(text: str) -> list[str]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        unknown = sorted(set(items) - set(choices)) if choices else []
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {list(choices)}")
+        return items
+    return parse
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--dtype", choices=("bf16", "fp32"), default=None,
+                        help="default: bf16 on cuda, fp32 on cpu")
+    parser.add_argument("--modes", type=comma_list(MODES), default=None,
+                        help="default: default,reduce-overhead on cuda, default on cpu "
+                             "(reduce-overhead replays CUDA graphs: only CUDA has them)")
+    parser.add_argument("--backends", type=comma_list(BACKENDS), default=list(BACKENDS),
+                        help="compiled backends (each row also times eager)")
+    parser.add_argument("--models", type=comma_list(), default=None,
+                        help="comma-separated names or fnmatch patterns (hf_*); default: all")
+    parser.add_argument("--kinds", type=comma_list(catalog.KINDS), default=list(catalog.KINDS))
+    parser.add_argument("--shard", type=shard_arg, default=(1, 1),
+                        help="i/n: every n-th row from the i-th (1-based)")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per row")
+    parser.add_argument("--jobs", type=int, default=1, help="processes at once")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds after which no row starts; running ones are stopped "
+                             "and left to the next command")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="JSON lines file, appended to (default: "
+                             "benchmarks/results/models_<device>.jsonl)")
+    parser.add_argument("--tiny", action="store_true", help="tiny configs of the hf models")
+    parser.add_argument("--options", type=json.loads, default=None,
+                        help="tessel options for the mlir rows, a JSON object")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads per process (default: cores / jobs; 1 on a "
+                             "small shared machine, where parallel regions wait for cores)")
+    parser.add_argument("--warmup", type=int, default=3, help="warm-up calls per row")
+    parser.add_argument("--repeats", type=int, default=15,
+                        help="timed calls of eager and of compiled per row (0: no timing)")
+    args = parser.parse_args(argv)
+    device = args.device.split(":")[0]
+    if device not in ("cpu", "cuda"):
+        parser.error("--device must be cpu or cuda")
+    args.dtype = args.dtype or ("bf16" if device == "cuda" else "fp32")
+    args.modes = args.modes or (list(MODES) if device == "cuda" else ["default"])
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    if args.results is None:
+        args.results = ROOT / "benchmarks" / "results" / f"models_{device}.jsonl"
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
