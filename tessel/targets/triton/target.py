@@ -108,6 +108,12 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
     return launch
 
 
+def _reads_any(kernel: ir.Operation, values: set) -> bool:
+    """Whether an op of `kernel` reads one of `values`."""
+    return bool(values) and any(operand in values for op in ir.ops_where(kernel, lambda op: True)
+                                for operand in op.operands)
+
+
 def _autotuning(options) -> bool:
     """Whether the mode is a max-autotune: gemm templates, and configurations timed."""
     return options.mode in ("max-autotune", "max-autotune-no-cudagraphs")
@@ -156,13 +162,18 @@ class TritonTarget(Target):
             channels_last = any(ir.StringAttr(k.attributes["callee"]).value == "conv2d"
                                 for k in kernels if k.name == "tkern.library_call")
             narrowed = host_program.narrowed_values(module)
-            sources, located, refused = {}, {}, []
+            sources, located, refused, unknown = {}, {}, [], set()
             for kernel in kernels:
                 if kernel.name != "tkern.library_call":
                     try:
                         generated = kernel_source.generate(kernel, channels_last, narrowed)
                     except UnsupportedKernel as error:
-                        refused.append((error, ir.names_located_in(kernel)))
+                        # A kernel reading a refused one's results may be refused for that
+                        # alone (a size it produces): it is not pinned, and the split's
+                        # piece tries it again.
+                        if not _reads_any(kernel, unknown):
+                            refused.append((error, ir.names_located_in(kernel)))
+                        unknown.update(kernel.results)
                         continue
                     sources[generated.name] = generated
                     located[generated.name] = ir.names_located_in(kernel)
