@@ -72,3 +72,20 @@ def test_tanh_gelu_is_as_accurate_as_eager_in_float32():
 
     torch.testing.assert_close(torch.compile(fn, backend="mlir")(x), fn(x))
     assert_compiled()
+
+
+@TARGETS
+def test_nearest_upsampling_with_scales_that_disagree_with_the_output_size(target):
+    """torch-mlir's e2e UpSampleNearest2dDynamicFactor: PyTorch's decomposition of
+    upsample_nearest2d indexes past the input where the scales ask for more rows than
+    the input has (2 rows, scale 2.3, 6 output rows: row 5 reads row 2); eager caps the
+    index at the last row (pytorch/pytorch#94591)."""
+    def fn(x):
+        return torch._C._nn.upsample_nearest2d(x, output_size=[6, 10], scales_h=2.3,
+                                               scales_w=4.7)
+
+    x = torch.rand(2, 3, 2, 2)
+    compiled = torch.compile(fn, backend="mlir", options={"target": target, "fallback": False})
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert_compiled()
+

@@ -486,6 +486,19 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
     return padded[..., ph:ph + height, pw:pw + width]
 
 
+def unsafe_index(x, indices):
+    """_unsafe_index as index, with each integer index capped at its dimension's last
+    element, as eager's nearest upsampling caps its own: PyTorch's decomposition of
+    upsample_nearest (at the Autograd key, before any table) computes indices past the
+    end where the scales disagree with the output size (pytorch/pytorch#94591), and
+    compiled code read memory past the input. Indices in range are unchanged."""
+    if any(index is not None and index.dtype in (torch.bool, torch.uint8) for index in indices):
+        return aten.index.Tensor(x, indices)  # a mask indexes several dims
+    capped = [None if index is None else torch.clamp_max(index, x.shape[dim] - 1)
+              for dim, index in enumerate(indices)]
+    return aten.index.Tensor(x, capped)
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """linalg_vector_norm of a symbolic `ord` (a norm's ord that changed between calls,
     under Dynamo's automatic dynamic shapes) with eager's special cases: torch-mlir
@@ -555,5 +568,6 @@ def lowerable_decompositions() -> dict:
         aten.logcumsumexp.default: logcumsumexp,
         aten.avg_pool2d_backward.default: avg_pool2d_backward,
         aten.linalg_vector_norm.default: vector_norm,
+        aten._unsafe_index.Tensor: unsafe_index,
     })
     return table
