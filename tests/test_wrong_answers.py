@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
 
+import tessel
+
 from conftest import assert_compiled
 
 TARGETS = pytest.mark.parametrize("target", ["cpu", "triton"])
@@ -89,3 +91,16 @@ def test_nearest_upsampling_with_scales_that_disagree_with_the_output_size(targe
     torch.testing.assert_close(compiled(x), fn(x))
     assert_compiled()
 
+
+def test_threshold_backward_of_mixed_dtypes_answers_in_eagers_dtype():
+    """torch-mlir's e2e ThresholdBackward2dMixedModule: an int64 gradient and a float32
+    input give a float32 result in eager, but PyTorch's meta function traces int64
+    (pytorch/pytorch#100838); the ops after it were traced on int64 too, so the graph
+    runs eagerly."""
+    def fn(grad, x):
+        return torch.ops.aten.threshold_backward(grad, x, 0.5) * 3 + 1
+
+    grad, x = torch.randint(20, (4, 5)), torch.randn(4, 5)
+    actual = torch.compile(fn, backend="mlir")(grad, x)
+    torch.testing.assert_close(actual, fn(grad, x))
+    assert tessel.stats()["graphs_fallback"] == 1

@@ -28,6 +28,9 @@ TORCH_DECOMPOSED = [
     aten.gelu,
 ]
 
+_TORCH_THRESHOLD_BACKWARD = get_decompositions([aten.threshold_backward])[
+    aten.threshold_backward.default]
+
 
 # Set while a NaN-safe rewrite calls the op it rewrites on NaN-free input: that inner
 # call goes to torch-mlir's lowering instead of back into the rewrite.
@@ -486,6 +489,14 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
     return padded[..., ph:ph + height, pw:pw + width]
 
 
+def threshold_backward(grad, x, threshold):
+    """PyTorch's decomposition, where its result dtype (the gradient's) is eager's (the
+    promoted one); otherwise the op stays, and signature.py sends its graph to eager."""
+    if torch.promote_types(grad.dtype, x.dtype) != grad.dtype:
+        return NotImplemented
+    return _TORCH_THRESHOLD_BACKWARD(grad, x, threshold)
+
+
 def unsafe_index(x, indices):
     """_unsafe_index as index, with each integer index capped at its dimension's last
     element, as eager's nearest upsampling caps its own: PyTorch's decomposition of
@@ -569,5 +580,6 @@ def lowerable_decompositions() -> dict:
         aten.avg_pool2d_backward.default: avg_pool2d_backward,
         aten.linalg_vector_norm.default: vector_norm,
         aten._unsafe_index.Tensor: unsafe_index,
+        aten.threshold_backward.default: threshold_backward,
     })
     return table

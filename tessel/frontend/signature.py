@@ -37,6 +37,22 @@ UNSOUND_LOWERINGS = {
 }
 
 
+def _promoted_by_eager_only(node: torch.fx.Node) -> bool:
+    """threshold_backward of a gradient whose dtype its input's promotes (an int64
+    gradient, a float32 input): eager's result has the promoted dtype, PyTorch's meta
+    function, which traced the graph, gives the gradient's (pytorch/pytorch#100838)."""
+    grad, x = (a.meta["val"] for a in node.args[:2])
+    return torch.promote_types(grad.dtype, x.dtype) != grad.dtype
+
+
+# Ops whose traced result dtype is not eager's, where the predicate holds: compiled
+# code answers in the traced dtype, and so do the ops traced after them, so the whole
+# graph runs eagerly.
+TRACED_DTYPE_DIFFERS = {
+    torch.ops.aten.threshold_backward.default: _promoted_by_eager_only,
+}
+
+
 class UnsupportedGraph(Exception):
     """The graph cannot be compiled; `op` names the FX op or argument responsible."""
 
@@ -343,6 +359,10 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             continue
         if node.target in UNSOUND_LOWERINGS:
             raise UnsupportedGraph(UNSOUND_LOWERINGS[node.target], str(node.target))
+        if TRACED_DTYPE_DIFFERS.get(node.target, lambda _: False)(node):
+            # No op named: the graph's later ops were traced on the wrong dtype too.
+            raise UnsupportedGraph(f"{node.target} was traced to another dtype than eager "
+                                   "gives (pytorch/pytorch#100838)")
         _check_integer_division(node)
         _check_size(node)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
