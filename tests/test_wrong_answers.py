@@ -1,10 +1,12 @@
-"""Wrong answers that suites nobody here wrote found (issue 22), each pinned by a test
-that failed before its fix. Most appear only on the call after Dynamo's automatic
-dynamic shapes recompile a function with symbolic sizes and ints, as it does for every
-user by default: a test calls one compiled function with several arguments in turn."""
+"""Wrong answers and errors that suites nobody here wrote found (issue 22), each pinned
+by a test that failed before its fix. Most wrong answers appear only on the call after
+Dynamo's automatic dynamic shapes recompile a function with symbolic sizes and ints, as
+it does for every user by default: a test calls one compiled function with several
+arguments in turn."""
 
 import pytest
 import torch
+import torch._dynamo
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
 
@@ -104,3 +106,30 @@ def test_threshold_backward_of_mixed_dtypes_answers_in_eagers_dtype():
     actual = torch.compile(fn, backend="mlir")(grad, x)
     torch.testing.assert_close(actual, fn(grad, x))
     assert tessel.stats()["graphs_fallback"] == 1
+
+
+ALIASING_PRIMS = {
+    "squeeze": lambda x: torch.ops.prims.squeeze(x, [0]) * 2,
+    "view_of": lambda x: torch.ops.prims.view_of(x) * 2,
+    "split_dim": lambda x: torch.ops.prims.split_dim(x, 1, 2) * 2,
+}
+
+
+@pytest.mark.parametrize("name", ALIASING_PRIMS)
+def test_a_graph_aot_autograd_refuses_runs_eagerly(name):
+    """aot_autograd cannot functionalize the aliasing prims (torch-mlir's e2e tests call
+    them): the user got BackendCompilerFailed; the graph runs eagerly instead, warned."""
+    fn, x = ALIASING_PRIMS[name], torch.randn(1, 4)
+    with pytest.warns(UserWarning, match="aot_autograd failed"):
+        actual = torch.compile(fn, backend="mlir")(x)
+    torch.testing.assert_close(actual, fn(x))
+    stats = tessel.stats()
+    assert stats["graphs_fallback"] == 1
+    assert stats["fallback_reasons"][0].startswith("aot_autograd: graph: RuntimeError")
+
+
+def test_an_aot_autograd_failure_is_raised_with_fallback_off():
+    compiled = torch.compile(ALIASING_PRIMS["view_of"], backend="mlir",
+                             options={"fallback": False})
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="alias annotations"):
+        compiled(torch.randn(1, 4))

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 
 import torch
 import torch.fx
 from torch._dynamo.backends.common import aot_autograd
+from torch._dynamo.exc import RestartAnalysis, ShortenTraceback, SkipFrame
 
+from tessel import counters
 from tessel.compile_worker import start_worker
 from tessel.frontend.compile_graph import (
     cached_inference,
@@ -41,7 +44,8 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
 
     aot_autograd lifts parameters to graph inputs and splits forward and backward;
     each of those graphs goes through `compile_graph`. An inference graph that an
-    earlier process compiled skips aot_autograd too (`cached_inference`).
+    earlier process compiled skips aot_autograd too (`cached_inference`). A graph
+    aot_autograd cannot trace runs eagerly (`_eager_when_aot_fails`).
     """
     parsed = parse_options(mode, options)
     key = inference_key(gm, example_inputs, parsed)
@@ -63,7 +67,28 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
         keep_inference_input_mutations=True,
     )
     with remembering_inference(key, example_inputs):
-        return backend(gm, example_inputs)
+        try:
+            return backend(gm, example_inputs)
+        # What Dynamo itself handles: its restarts and skips, and the user's errors
+        # (an IndexError of a dim out of range) that it raises as they are.
+        except (RestartAnalysis, SkipFrame, ShortenTraceback, IndexError):
+            raise
+        except Exception as error:
+            if not parsed.fallback:
+                raise
+            return _eager_when_aot_fails(gm, error)
+
+
+def _eager_when_aot_fails(gm: torch.fx.GraphModule, error: Exception):
+    """Dynamo's graph `gm`, run eagerly, where aot_autograd (or Dynamo inside it) failed
+    on it: it refuses ops it cannot functionalize (prims.squeeze, prims.view_of and the
+    other aliasing prims), which Dynamo raised to the user as BackendCompilerFailed."""
+    line = next(iter(str(error).strip().splitlines()), "")
+    counters.count("graphs_fallback")
+    counters.record_fallback(f"aot_autograd: graph: {type(error).__name__}: {line}")
+    warnings.warn(f"tessel: a graph runs eagerly: aot_autograd failed on it: "
+                  f"{type(error).__name__}: {line}", stacklevel=2)
+    return gm.forward
 
 
 def _compile(gm, example_inputs, options, kind):
