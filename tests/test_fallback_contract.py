@@ -166,3 +166,14 @@ def test_a_kernel_that_fails_to_build_at_its_first_launch_falls_back_for_its_nod
     counters = tessel.stats()
     assert counters["graphs_split"] == 1 and counters["graphs_fallback"] == 0, counters
     assert any("kernel build" in r for r in counters["fallback_reasons"]), counters
+
+
+def test_a_copy_to_another_device_is_a_native_op_not_a_fallback():
+    """A `.to(device)` across devices (transformers' static cache moves a CPU tensor to
+    the GPU) is PyTorch's own copy between compiled pieces."""
+    fn = lambda x: (x.sin() * 2).to("meta")  # noqa: E731
+    assert torch.compile(fn, backend="mlir")(torch.randn(8)).device.type == "meta"
+    counters = tessel.stats()
+    assert counters["graphs_compiled"] == 1 and not counters["fallback_reasons"], counters
+    (native,) = counters["native_ops"]
+    assert "aten._to_copy.default: a copy between devices" in native

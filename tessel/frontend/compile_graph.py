@@ -29,7 +29,7 @@ from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
 from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results, writing_inputs
-from tessel.frontend.native_ops import native_ops_in
+from tessel.frontend.native_ops import native_ops_in, native_reason
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
 from tessel.options import Options
@@ -365,28 +365,27 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     """The compiled callable for `gm` (boxed, as aot_autograd calls it). Ops tessel
     cannot compile run eagerly between compiled pieces, with one warning per graph."""
     reasons: list[str] = []
-    graph_name, compiled = _compile_or_split(gm, options, kind, frozenset(), reasons)
+    graph_name, compiled = _compile_or_split(gm, options, kind, reasons)
     if reasons:
         warnings.warn(f"tessel: graph {graph_name}: " + "; ".join(reasons), stacklevel=2)
     return make_boxed_func(compiled)
 
 
 def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
-                      native: frozenset[str], reasons: list[str], depth: int = 0):
+                      reasons: list[str], depth: int = 0):
     """(graph name, callable): compiled whole, else split around the nodes its failure
     is pinned on (which run eagerly, as the user's own ops), else eager. Appends what
-    runs eagerly, and why, to `reasons`. Ops left native on purpose (native_ops.py)
-    are split around first, silently; `native`: those a caller split around."""
+    runs eagerly, and why, to `reasons`. Calls left native on purpose (native_ops.py)
+    are split around first, silently."""
     dump = GraphDump(options.dump_dir, kind)
     stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
-    calls_native = {op: why for op, why in native_ops_in(gm).items() if op not in native}
+    calls_native = native_ops_in(gm)
     if calls_native:
         for op, why in calls_native.items():
             counters.record_native(f"{dump.graph_name}: {op}: {why}")
         log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(calls_native))
-        split = _split(gm, stages, options, kind, native | frozenset(calls_native),
-                       frozenset(), reasons, depth)
+        split = _split(gm, stages, options, kind, frozenset(), reasons, depth)
         return dump.graph_name, gm if split is None else split
     try:
         host, kernels, locate = _compile(gm, options, stages, kind)
@@ -402,7 +401,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
 
         def resplit(failing: frozenset[str]):
             later: list[str] = []
-            split = _split(gm, stages, options, kind, native, failing, later, depth)
+            split = _split(gm, stages, options, kind, failing, later, depth)
             if split is not None:
                 counters.count("graphs_split")
             return split
@@ -420,7 +419,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     split = None
     if failure.nodes:
         try:
-            split = _split(gm, stages, options, kind, native, failure.nodes, reasons, depth)
+            split = _split(gm, stages, options, kind, failure.nodes, reasons, depth)
         except Exception:  # splitting is best effort; eager is always right
             log.debug("tessel: could not split graph %s", dump.graph_name, exc_info=True)
     reasons.append(reason)
@@ -437,9 +436,8 @@ def _ops_of(gm: torch.fx.GraphModule, names: frozenset[str]) -> str:
 
 
 def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str,
-           native: frozenset[str], failing: frozenset[str], reasons: list[str], depth: int):
-    """`gm` with every piece around the calls of `native` ops and the `failing` nodes
-    compiled, or None if no piece is left to compile (or the split went MAX_ROUNDS deep).
+           failing: frozenset[str], reasons: list[str], depth: int):
+    """`gm` with every piece around its native calls and the `failing` nodes compiled, or None if no piece is left to compile (or the split went MAX_ROUNDS deep).
 
     An inference graph is replayed whole as the mode says (on the Triton target,
     reduce-overhead captures it in one CUDA graph), its pieces without replays of their
@@ -452,9 +450,9 @@ def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str
     unwritten buffers: a node split around because it failed to compile might read
     indices from them, and is never run so."""
     if kind != "inference":
-        found = _split_pieces(gm, options, kind, native, failing, reasons, depth)
+        found = _split_pieces(gm, options, kind, failing, reasons, depth)
         return None if found is None else found[0]
-    found = _split_pieces(gm, options.without_replay(), kind, native, failing, reasons, depth)
+    found = _split_pieces(gm, options.without_replay(), kind, failing, reasons, depth)
     if found is None:
         return None
     split, pieces = found
@@ -470,12 +468,12 @@ def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str
 
 
 def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
-                  native: frozenset[str], failing: frozenset[str], reasons: list[str],
+                  failing: frozenset[str], reasons: list[str],
                   depth: int) -> tuple[torch.fx.GraphModule, dict[str, torch.fx.GraphModule]] | None:
     """`_split`'s pieces, compiled as `options` say, in a graph module that calls them;
     with the pieces' own graph modules, by name."""
     def eager(node: torch.fx.Node) -> bool:
-        return node.name in failing or str(node.target) in native
+        return node.name in failing or native_reason(node) is not None
 
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     if depth >= MAX_ROUNDS or all(eager(n) for n in calls) or not any(eager(n) for n in calls):
@@ -486,8 +484,7 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
     pieces = {}
     for name in names:
         piece = pieces[name] = getattr(split, name)
-        _, compiled = _compile_or_split(piece, options, f"{kind}_piece", native, reasons,
-                                        depth + 1)
+        _, compiled = _compile_or_split(piece, options, f"{kind}_piece", reasons, depth + 1)
         delattr(split, name)  # a submodule slot only takes modules; the call is a function
         setattr(split, name, _as_module_call(compiled, piece))
     split.recompile()

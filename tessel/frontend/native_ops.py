@@ -37,8 +37,29 @@ NATIVE_OPS: dict[torch._ops.OpOverload, str] = {
 }
 
 
+_DEVICE_COPY = ("a copy between devices (`.to(device)` of a tensor made on another one): "
+                "PyTorch's own copy, which compiled code of one device cannot make")
+_COPIES = (aten._to_copy.default, torch.ops.prims.device_put.default)
+
+
+def native_reason(node: torch.fx.Node) -> str | None:
+    """Why the call `node` is left to PyTorch, or None where tessel compiles it."""
+    if node.op != "call_function":
+        return None
+    if node.target in NATIVE_OPS:
+        return NATIVE_OPS[node.target]
+    if node.target in _COPIES and _devices(node.args[0]) != _devices(node):
+        return _DEVICE_COPY
+    return None
+
+
+def _devices(node) -> set:
+    value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return {value.device} if isinstance(value, torch.Tensor) else set()
+
+
 def native_ops_in(gm: torch.fx.GraphModule) -> dict[str, str]:
     """The native ops that `gm` calls, by name ('aten._transformer_encoder_layer_fwd.default',
     one of partition.target_names), each with the reason it is left native."""
-    return {str(node.target): NATIVE_OPS[node.target] for node in gm.graph.nodes
-            if node.op == "call_function" and node.target in NATIVE_OPS}
+    return {str(node.target): reason for node in gm.graph.nodes
+            if (reason := native_reason(node)) is not None}
