@@ -46,6 +46,13 @@ TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.b
 _TRITON_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16",
                   "f64": "tl.float64", "i64": "tl.int64", "i32": "tl.int32",
                   "i16": "tl.int16", "i8": "tl.int8", "i1": "tl.int1"}
+# The type a kernel holds values of each element type in: f16 and bf16 are loaded into
+# f32, computed in f32 and rounded where the IR rounds (truncf) and where they are
+# stored, as Inductor's kernels do and as eager's opmath computes each op. Rounding after
+# every op instead loses precision in long fused chains, and Triton's interpreter (the
+# CI's) computes bf16 arithmetic on the raw bits.
+_HELD_DTYPES = {**_TRITON_DTYPES, "f16": "tl.float32", "bf16": "tl.float32"}
+_HALF = ("f16", "bf16")
 
 # Helpers the generated module defines once (see PRELUDE): reductions that keep NaNs,
 # as arith.maximumf/minimumf do (tl.max and tl.min drop them).
@@ -415,8 +422,9 @@ class _Writer:
         address = self.address(strides, tile.offsets, exprs)
         kind = "row" if any(e != "0" for e in exprs) else "scalar"
         load = f"tl.load({pointer} + {address}" + (", mask=mask)" if kind == "row" else ")")
-        if tile.base in self.narrowed:
-            load += f".to({_TRITON_DTYPES[element_name(tile.base)]})"
+        element = element_name(tile.base)
+        if tile.base in self.narrowed or element in _HALF:
+            load += f".to({_HELD_DTYPES[element]})"
         if load not in self.loads:  # one load per address, however many generics read it
             self.loads[load] = self.fresh()
             self.emit(f"{self.loads[load]} = {load}")
@@ -479,8 +487,8 @@ class _Writer:
                 identity = "1"
             masked = self.fresh()
             prologue = _as_expression(self.value(others[0], names))
-            accumulated = _TRITON_DTYPES[_accumulator_element(op)]
-            if accumulated != _TRITON_DTYPES[element]:
+            accumulated = _HELD_DTYPES[_accumulator_element(op)]
+            if accumulated != _HELD_DTYPES[element]:
                 prologue = f"{prologue}.to({accumulated})"
             self.emit(f"{masked} = tl.where(mask, {prologue}, "
                       f"tl.full([BLOCK], {identity}, {accumulated}))")
@@ -508,7 +516,7 @@ class _Writer:
             if kind == "row" and value_kind == "scalar":
                 widened = self.fresh()
                 self.emit(f"{widened} = tl.full({self.tile}, {expression}, "
-                          f"{_TRITON_DTYPES[element_name(result)]})")
+                          f"{_HELD_DTYPES[element_name(result)]})")
                 expression = widened
             self.registers[result] = (expression, kind)
 
@@ -541,14 +549,8 @@ class _Writer:
         init, init_kind = self.read(op.operands[n_inputs], ir.indexing_maps(op)[n_inputs],
                                     ["0"] * len(loop_ranges(op)), "scalar")
         result = self.fresh()
-        element, accumulated = element_name(op.results[0]), _accumulator_element(op)
-        if accumulated == element:
-            self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
-        else:  # rounded once, as eager rounds a sum it accumulated in f32
-            if not init_kind.startswith("literal"):
-                init = f"{init}.to({_TRITON_DTYPES[accumulated]})"
-            wide = merge.format(init=init, x=reduced)
-            self.emit(f"{result} = ({wide}).to({_TRITON_DTYPES[element]})")
+        # A half sum stays in its f32 accumulator, rounded once where it is stored.
+        self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
         self.registers[op.results[0]] = (result, "scalar")
 
     def window_reduction(self, op: ir.Operation, domain: list[int | str],
@@ -691,10 +693,9 @@ class _Writer:
             return f"{a} {CMPI_OPERATORS[predicate]} {b}"
         if name in ("arith.extui", "arith.uitofp"):
             # Zero-extend: the signed Triton type of the source would sign-extend.
-            unsigned = _unsigned(op.operands[0], typed[0])
-            return f"{unsigned}.to({_TRITON_DTYPES[element_name(op.results[0])]})"
+            return _cast(_unsigned(op.operands[0], typed[0]), element_name(op.results[0]))
         if name in _CASTS:
-            return f"{typed[0]}.to({_TRITON_DTYPES[element_name(op.results[0])]})"
+            return _cast(typed[0], element_name(op.results[0]))
         if name in ("arith.floordivsi", "arith.ceildivsi"):
             # Triton's // truncates toward zero: step the quotient by one where the
             # division is inexact and rounds the other way.
@@ -710,18 +711,16 @@ class _Writer:
         raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
 
     def math_call(self, op: ir.Operation, operand: str) -> str:
-        """A math function; on f16/bf16 computed in f32 (Triton's exp, log, ... take
-        only f32 and f64) and rounded back, as eager does."""
-        element = element_name(op.results[0])
-        half = element in ("f16", "bf16")
-        x = f"{operand}.to(tl.float32)" if half else operand
+        """A math function (of f16/bf16 too: they are held in f32, the type Triton's
+        exp, log, ... take)."""
+        x = operand
         if op.name == "math.tanh":
             # 1 - 2 / (exp(2x) + 1): exact limits at +-inf; libdevice.tanh does not run
             # in TRITON_INTERPRET mode, where the tests check these kernels.
             value = f"(1.0 - 2.0 / (tl.exp(2.0 * {x}) + 1.0))"
         else:
             value = f"{_UNARY_CALLS[op.name]}({x})"
-        return f"{value}.to({_TRITON_DTYPES[element]})" if half else value
+        return value
 
     def power(self, op: ir.Operation, typed: list[str], args: list[str]) -> str:
         """Small constant exponents as products or a square root; any other, `_power`
@@ -735,7 +734,15 @@ class _Writer:
                 return " * ".join([args[0]] * int(value))
         element = element_name(op.results[0])
         power = f"_power({typed[0]}.to(tl.float32), {typed[1]}.to(tl.float32))"
-        return power if element == "f32" else f"{power}.to({_TRITON_DTYPES[element]})"
+        return power if element in ("f32", *_HALF) else f"{power}.to({_TRITON_DTYPES[element]})"
+
+
+def _cast(expression: str, element: str) -> str:
+    """`expression` converted to `element`, as held: a conversion to f16/bf16 rounds
+    and stays in f32."""
+    if element in _HALF:
+        return f"{expression}.to({_TRITON_DTYPES[element]}).to(tl.float32)"
+    return f"{expression}.to({_TRITON_DTYPES[element]})"
 
 
 def _unsigned(value: ir.Value, expression: str) -> str:
@@ -770,7 +777,7 @@ def _as_expression(operand: tuple[str, str]) -> str:
     """A literal as a typed Triton scalar (tl functions take tensors), else as is."""
     expression, kind = operand
     if kind.startswith("literal:"):
-        return f"tl.full([], {expression}, {_TRITON_DTYPES[kind.split(':')[1]]})"
+        return f"tl.full([], {expression}, {_HELD_DTYPES[kind.split(':')[1]]})"
     return expression
 
 
@@ -1021,7 +1028,7 @@ def _gemm_template(writer: _Writer, body: list[ir.Operation]) -> tuple[int, int,
     writer.emit(f"    acc = tl.dot({a}, {b}, acc{precision})")
     result = element_name(matmul.results[0])
     writer.registers[matmul.results[0]] = (
-        "acc" if result == "f32" else f"acc.to({_TRITON_DTYPES[result]})", "row")
+        "acc" if result == "f32" else _cast("acc", result), "row")
     for op in body[position + 1:-1]:
         if op.name != "linalg.generic":
             raise UnsupportedKernel(op.name, "only element-wise generics around a gemm template")
@@ -1236,6 +1243,8 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
     strides = [f"{pointer}_stride{d}" for d in range(len(shape))]
     address = writer.address(strides, offsets, indices)
     mask = ", mask=mask" if kind == "row" else ""
+    if element_name(init) in _HALF:
+        expression = f"{expression}.to({_TRITON_DTYPES[element_name(init)]})"
     writer.emit(f"tl.store({pointer} + {address}, {expression}{mask})")
 
 
