@@ -1390,3 +1390,19 @@ def test_bf16_kernels_compute_in_f32_and_round_where_they_store(fn):
     assert actual.dtype == torch.bfloat16
     torch.testing.assert_close(actual.double(), expected, rtol=8e-3, atol=1e-2)
     assert_compiled()
+
+
+def test_embeddings_added_together_are_one_kernel_in_half_precision(tmp_path):
+    """BERT's embeddings: two lookups and their sum. Fusion left each lookup's own
+    kernel beside the fused one (their index asserts kept them alive), so each gather
+    ran twice; and the gathered bf16 values were added in bf16, which Triton's
+    interpreter computes on raw bits (a tiny bf16 BERT came out uncorrelated)."""
+    words, positions = torch.randn(100, 32, dtype=torch.bfloat16), torch.randn(64, 32, dtype=torch.bfloat16)
+
+    def fn(ids):
+        return F.embedding(ids, words) + F.embedding(torch.arange(16)[None], positions)
+    ids = torch.randint(0, 100, (2, 16))
+    actual = compile_triton(fn, tmp_path / "dump")(ids)
+    torch.testing.assert_close(actual, fn(ids), rtol=8e-3, atol=1e-2)
+    _, host = generated_files(tmp_path / "dump")
+    assert len(re.findall(r"launch_main_kernel_\d+\(direct", host)) == 1, host

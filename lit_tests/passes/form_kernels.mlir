@@ -94,3 +94,36 @@ func.func @scatter(%updates: tensor<3xf32>, %indices: tensor<3x1xi64>, %into: te
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+#map = affine_map<(d0) -> (d0)>
+
+// A gather whose result nothing reads (fusion copied it into its consumer, its index
+// assert kept it alive) is dropped, not made a kernel.
+// CHECK-LABEL: func.func @dead_gather
+// CHECK:         "tkern.kernel"
+// CHECK:           arith.addf
+// CHECK:         }) {sym_name = "dead_gather_kernel_0"}
+// CHECK-NOT:     "tkern.kernel"
+// CHECK:         return
+func.func @dead_gather(%table: tensor<8xf32>, %ids: tensor<4xindex>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %dead = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%ids : tensor<4xindex>) outs(%e : tensor<4xf32>) {
+  ^bb0(%i: index, %out: f32):
+    %c8 = arith.constant 8 : index
+    %ok = arith.cmpi ult, %i, %c8 : index
+    cf.assert %ok, "index out of range"
+    %v = tensor.extract %table[%i] : tensor<8xf32>
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  %live = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%ids : tensor<4xindex>) outs(%e : tensor<4xf32>) {
+  ^bb0(%i: index, %out: f32):
+    %v = tensor.extract %table[%i] : tensor<8xf32>
+    %w = arith.addf %v, %v : f32
+    linalg.yield %w : f32
+  } -> tensor<4xf32>
+  return %live : tensor<4xf32>
+}

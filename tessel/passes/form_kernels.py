@@ -41,6 +41,10 @@ def sole_generic(kernel: ir.Operation | None) -> ir.Operation | None:
     return body[0] if len(body) == 2 and body[0].name == "linalg.generic" else None
 
 
+def _is_read(value: ir.Value) -> bool:
+    return any(True for _ in value.uses)
+
+
 def _is_kernel_root(op: ir.Operation) -> bool:
     dialect = op.name.split(".")[0]
     return op.name == "scf.forall" or dialect in ("linalg", "tm_tensor")
@@ -57,7 +61,11 @@ class FormKernelsPass(ModulePass):
     `tkern.library_call {callee = "conv2d"}`. What is a kernel, and how many there
     are, is then visible in the IR and counted by the targets. Ops whose results differ
     in type stay unwrapped, named by a `tessel.kernel` attribute (see
-    tessel/dialects/kernel.py on IRDL's homogeneous variadics).
+    tessel/dialects/kernel.py on IRDL's homogeneous variadics). A loop nest whose
+    results nothing reads is dropped instead: upstream elementwise fusion leaves a
+    producer it fused into its consumers when its body has side effects (an
+    embedding's index asserts), and it would run again for nothing, its asserts
+    repeated in the consumer.
     """
 
     name: ClassVar[str] = "form-kernels"
@@ -67,6 +75,10 @@ class FormKernelsPass(ModulePass):
             name = ir.StringAttr(function.attributes["sym_name"]).value
             roots = [op.operation for op in function.regions[0].blocks[0].operations
                      if _is_kernel_root(op.operation)]
+            for op in reversed(roots):  # consumers first: their producers may die with them
+                if op.name == "linalg.generic" and not any(_is_read(r) for r in op.results):
+                    roots.remove(op)
+                    op.erase()
             for number, op in enumerate(roots):
                 self._wrap(op, f"{name}_kernel_{number}")
 

@@ -421,10 +421,8 @@ class _Writer:
         strides = [f"{pointer}_stride{d}" for d in range(len(exprs))]
         address = self.address(strides, tile.offsets, exprs)
         kind = "row" if any(e != "0" for e in exprs) else "scalar"
-        load = f"tl.load({pointer} + {address}" + (", mask=mask)" if kind == "row" else ")")
-        element = element_name(tile.base)
-        if tile.base in self.narrowed or element in _HALF:
-            load += f".to({_HELD_DTYPES[element]})"
+        load = self.held(f"tl.load({pointer} + {address}"
+                         + (", mask=mask)" if kind == "row" else ")"), tile.base)
         if load not in self.loads:  # one load per address, however many generics read it
             self.loads[load] = self.fresh()
             self.emit(f"{self.loads[load]} = {load}")
@@ -648,8 +646,16 @@ class _Writer:
                                ["0"] * len(positions), [p for p, _ in positions])
         load = f"tl.load({pointer} + {address}" + (", mask=mask)" if kind == "row" else ")")
         variable = self.fresh()
-        self.emit(f"{variable} = {load}")
+        self.emit(f"{variable} = {self.held(load, op.operands[0])}")
         return variable, kind
+
+    def held(self, load: str, tensor: ir.Value) -> str:
+        """A load of `tensor`'s elements, converted to the type they are held in (f32
+        for f16/bf16, and for a narrowed input, its type in the IR)."""
+        element = element_name(tensor)
+        if tensor in self.narrowed or element in _HALF:
+            return f"{load}.to({_HELD_DTYPES[element]})"
+        return load
 
     def expression(self, op: ir.Operation, typed: list[str], args: list[str]) -> str:
         name = op.name
