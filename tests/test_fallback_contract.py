@@ -177,3 +177,23 @@ def test_a_copy_to_another_device_is_a_native_op_not_a_fallback():
     assert counters["graphs_compiled"] == 1 and not counters["fallback_reasons"], counters
     (native,) = counters["native_ops"]
     assert "aten._to_copy.default: a copy between devices" in native
+
+
+def test_a_split_graph_whose_eager_ops_fail_on_compiled_results_runs_eagerly(monkeypatch):
+    """The eager calls between compiled pieces are guarded too: a piece returning a
+    wrong value that only the next eager op trips over (a CUDA piece returned a CPU
+    tensor: "Expected all tensors to be on the same device") runs the graph eagerly."""
+    real_compile = CpuTarget.compile
+
+    def truncating(self, *args, **kwargs):
+        host, kernels = real_compile(self, *args, **kwargs)
+        return (lambda *inputs: tuple(r[..., :3] for r in host(*inputs))), kernels
+
+    monkeypatch.setattr(CpuTarget, "compile", truncating)
+    fn = lambda x, y: torch.special.zeta(x.sin() + 2, y) * 2  # noqa: E731 -- zeta: eager
+    x, y = torch.rand(8), torch.rand(8) + 1
+    compiled = torch.compile(fn, backend="mlir")
+    with pytest.warns(UserWarning, match="its compiled code raised"):
+        torch.testing.assert_close(compiled(x, y), fn(x, y))
+    torch.testing.assert_close(compiled(x, y), fn(x, y))
+    assert tessel.stats()["graphs_split"] == 1

@@ -290,6 +290,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
             rewrite_dynamic_views(mutations_as_results(gm)), target.devices())
         signature.mutated_inputs = mutated_inputs(gm)
         signature.static_inputs = _static_inputs(gm, kind)
+        signature.device = _computing_device(gm)
         if kind in ("forward", "backward"):
             signature.role = kind
             outputs = next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0]
@@ -328,6 +329,15 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
             return first_divergent_kernel(gm, host, signature, args, target, options,
                                           debug_stages, folder)
     return _checking_indices(host, signature), kernels, locate
+
+
+def _computing_device(gm: torch.fx.GraphModule) -> str | None:
+    """The device of the tensors `gm` computes, as traced: its first tensor with dims
+    (a 0-d CPU scalar mixes with tensors of any device), else its first tensor."""
+    values = [n.meta.get("val") for n in gm.graph.nodes if n.op != "output"]
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    ranked = [v for v in tensors if v.dim()] or tensors
+    return str(ranked[0].device) if ranked else None
 
 
 def _replayed(target, host, signature: GraphSignature, graph_name: str, options: Options):
@@ -386,7 +396,8 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
             counters.record_native(f"{dump.graph_name}: {op}: {why}")
         log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(calls_native))
         split = _split(gm, stages, options, kind, frozenset(), reasons, depth)
-        return dump.graph_name, gm if split is None else split
+        return dump.graph_name, (gm if split is None
+                                 else _eager_when_it_fails(split, gm, dump.graph_name, options))
     try:
         host, kernels, locate = _compile(gm, options, stages, kind)
     except CompileFailure as error:
@@ -427,7 +438,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         counters.count("graphs_fallback")
         return dump.graph_name, gm
     counters.count("graphs_split")
-    return dump.graph_name, split
+    return dump.graph_name, _eager_when_it_fails(split, gm, dump.graph_name, options)
 
 
 def _ops_of(gm: torch.fx.GraphModule, names: frozenset[str]) -> str:
@@ -493,15 +504,15 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
 
 def _as_module_call(compiled, piece: torch.fx.GraphModule):
     """A callable that `call_module` can use: positional args in, the piece's own output
-    structure out (a host program always returns a tuple)."""
+    structure out (a host program always returns a tuple; the piece itself, or its own
+    split, returns that structure)."""
     output = next(n for n in piece.graph.nodes if n.op == "output").args[0]
-    single = not isinstance(output, (tuple, list))
-    if isinstance(compiled, torch.fx.GraphModule):
-        return compiled  # the piece itself, or its own split: both return its structure
+    if isinstance(compiled, torch.fx.GraphModule) or isinstance(output, (tuple, list)):
+        return compiled
 
     def call(*args):
         results = compiled(*args)
-        return results[0] if single else results
+        return results[0] if isinstance(results, (tuple, list)) else results
     return call
 
 

@@ -114,6 +114,10 @@ class GraphSignature:
     # For a forward or backward: the stack trace of the code that computed each output,
     # which an error names when a replay has overwritten an output that is read later.
     output_stack_traces: list[str | None] = field(default_factory=list)
+    # The device the graph computes on, as traced ("cuda:0"): where its new tensors go
+    # when no input with dims says (a piece of a split graph whose inputs are 0-d CPU
+    # scalars and constants).
+    device: str | None = None
 
 
 def _printer_expr(value, bound: set[str], what: str) -> str:

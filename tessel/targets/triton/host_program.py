@@ -751,8 +751,10 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     tensors = [arg for arg in signature.inputs if isinstance(arg, TensorInput)]
     # The device of the first input with dims: a 0-d input may be a CPU scalar (under
     # dynamic=True, Python floats come in as 0-d CPU tensors), which moves to it.
-    placed = [arg.name for arg in tensors if arg.rank] or [arg.name for arg in tensors]
-    device = f"{placed[0]}.device" if placed else "torch.device('cuda')"
+    # Without one, the device the graph was traced on.
+    placed = [arg.name for arg in tensors if arg.rank]
+    device = (f"{placed[0]}.device" if placed
+              else f"torch.device({signature.device or 'cuda'!r})")
     body = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]
     body.append(f"device = {device}")
     body += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors if not arg.rank]
