@@ -133,3 +133,26 @@ def test_an_aot_autograd_failure_is_raised_with_fallback_off():
                              options={"fallback": False})
     with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="alias annotations"):
         compiled(torch.randn(1, 4))
+
+
+def test_hardtanh_of_integers_keeps_their_dtype():
+    def fn(x):
+        return torch.nn.functional.hardtanh(x, -2.5, 3.0)
+
+    x = torch.arange(-5, 6)
+    actual = torch.compile(fn, backend="mlir")(x)
+    assert actual.dtype == torch.int64
+    torch.testing.assert_close(actual, fn(x))
+    assert_compiled()
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_integer_scatter_mean_rounds_down_as_eager(include_self):
+    """torch-mlir divides the sums toward zero: a mean of -2.5 came out -2, not -3."""
+    def fn(x, index, src):
+        return x.scatter_reduce(0, index, src, "mean", include_self=include_self)
+
+    x, index, src = torch.tensor([10, -7, 3, 0]), torch.tensor([0, 0, 1, 2, 2]), torch.tensor(
+        [3, -8, 4, -4, -1])
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(x, index, src), fn(x, index, src))
+    assert_compiled()

@@ -122,8 +122,18 @@ def minimum(a, b):
     return _smaller(a, b)
 
 
+def _integral(x, *bounds) -> bool:
+    """Whether an integer tensor is clamped by integer scalars (or None): no NaN to
+    keep, and the op stays (signature.py then knows that a divisor clamped to at least
+    1 is never 0). torch-mlir lowers no clamp by integer tensors."""
+    return (not (x.is_floating_point() or x.is_complex())
+            and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds))
+
+
 def clamp(x, min=None, max=None):
     """clamp as eager's min(max(x, min), max): NaN in x or in a bound gives NaN."""
+    if _integral(x, min, max):
+        return NotImplemented
     if min is not None:
         x = _larger(x, min)
     if max is not None:
@@ -132,15 +142,17 @@ def clamp(x, min=None, max=None):
 
 
 def hardtanh(x, min_val=-1.0, max_val=1.0):
+    if not x.is_floating_point():
+        return NotImplemented
     return clamp(x, min_val, max_val)
 
 
 def clamp_min(x, min):
-    return _larger(x, min)
+    return NotImplemented if _integral(x, min) else _larger(x, min)
 
 
 def clamp_max(x, max):
-    return _smaller(x, max)
+    return NotImplemented if _integral(x, max) else _smaller(x, max)
 
 
 def fmax(a, b):
@@ -208,6 +220,18 @@ def scatter_reduce_into(x, dim, index, src, reduce):
     """scatter(..., reduce="add"|"multiply") as scatter_reduce, which keeps x's values."""
     return aten.scatter_reduce.two(x, dim, index, src, {"add": "sum", "multiply": "prod"}[reduce],
                                    include_self=True)
+
+
+def scatter_reduce_mean_of_integers(x, dim, index, src, reduce, include_self=True):
+    """scatter_reduce "mean" of integers as eager rounds it, down (floor division):
+    torch-mlir's lowering divides toward zero, so a mean of -2.5 came out -2, not -3.
+    Positions no index names keep x's value."""
+    if reduce != "mean" or x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+        return NotImplemented
+    total = aten.scatter_reduce.two(x, dim, index, src, "sum", include_self=include_self)
+    counted = torch.ones_like(x) if include_self else torch.zeros_like(x)
+    count = aten.scatter_reduce.two(counted, dim, index, torch.ones_like(src), "sum")
+    return torch.where(count == 0, x, torch.div(total, count.clamp(min=1), rounding_mode="floor"))
 
 
 def scatter_value_reduce_into(x, dim, index, value, reduce):
@@ -563,6 +587,7 @@ def lowerable_decompositions() -> dict:
         aten.min.dim: min_with_index,
         aten.scatter.reduce: scatter_reduce_into,
         aten.scatter.value_reduce: scatter_value_reduce_into,
+        aten.scatter_reduce.two: scatter_reduce_mean_of_integers,
         aten._cdist_forward.default: cdist,
         aten._pdist_forward.default: pdist,
         aten.diagonal_scatter.default: diagonal_scatter,

@@ -267,6 +267,14 @@ def _host_view_chain(views: list[torch.fx.Node], bound: set[str]) -> str | None:
 _INTEGER_DIVISIONS = (aten.div, aten.floor_divide, aten.remainder, aten.fmod)
 
 
+def _at_least_one(node: torch.fx.Node) -> bool:
+    """Whether `node` clamps from below by 1 or more (a count made a divisor)."""
+    if node.target not in (aten.clamp.default, aten.clamp_min.default):
+        return False
+    low = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+    return isinstance(low, int) and not isinstance(low, bool) and low >= 1
+
+
 def _check_integer_division(node: torch.fx.Node) -> None:
     """Integer division by a value that may be 0 runs eagerly: the compiled `sdiv`/`srem`
     traps (SIGFPE kills the process) or gives garbage where eager raises ZeroDivisionError.
@@ -278,6 +286,8 @@ def _check_integer_division(node: torch.fx.Node) -> None:
         return
     divisor = node.args[1] if len(node.args) > 1 else node.kwargs.get("other")
     if isinstance(divisor, (int, float)) and not isinstance(divisor, bool) and divisor != 0:
+        return
+    if isinstance(divisor, torch.fx.Node) and _at_least_one(divisor):
         return
     raise UnsupportedGraph(
         f"integer {target.overloadpacket.__name__} by a divisor that may be 0: compiled code "
