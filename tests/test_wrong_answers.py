@@ -135,6 +135,28 @@ def test_an_aot_autograd_failure_is_raised_with_fallback_off():
         compiled(torch.randn(1, 4))
 
 
+HALF_PRECISION = {
+    # sums of squares past fp16's largest value (65504): inf where eager gives 9487
+    "vector_norm": lambda x: torch.linalg.vector_norm(x * 300),
+    "norm": lambda x: torch.norm(x * 300, 2),
+    "var": lambda x: torch.var(x + 5),
+    "cumsum": lambda x: torch.cumsum(x.abs() + 0.1, 0),
+    "fmod": lambda x: torch.fmod(x * 7, x.flip(0) + 2.5),
+    "masked_sum": lambda x: torch.sum(x.abs() + 1, 0, dtype=x.dtype),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", HALF_PRECISION)
+def test_half_precision_ops_compute_in_float32_as_eager(name, dtype):
+    """Eager accumulates fp16 and bf16 sums, scans and norms in float32 and computes
+    fmod there, rounding once; torch-mlir's lowerings compute in the tensor's dtype."""
+    fn = HALF_PRECISION[name]
+    x = torch.randn(1000).to(dtype)
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(x), fn(x))
+    assert_compiled()
+
+
 def test_hardtanh_of_integers_keeps_their_dtype():
     def fn(x):
         return torch.nn.functional.hardtanh(x, -2.5, 3.0)

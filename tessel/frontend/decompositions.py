@@ -17,6 +17,7 @@ import torch._inductor.inductor_prims  # noqa: F401 -- registers prims.fma (Adam
 from torch._decomp import _core_aten_decompositions_post_autograd, get_decompositions
 from torch_mlir.extras import fx_decomp_util
 
+from tessel.frontend.half_precision import half_precision_decompositions
 from tessel.frontend.lowerable_decompositions import lowerable_decompositions
 from tessel.frontend.special_functions import special_decompositions
 
@@ -158,5 +159,6 @@ def decomposition_table() -> dict:
     table[aten.var_mean.correction] = var_mean_correction
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)
+    table.update(half_precision_decompositions(table))
     return table
 

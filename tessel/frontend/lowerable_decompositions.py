@@ -26,6 +26,9 @@ TORCH_DECOMPOSED = [
     # torch-mlir's gelu(approximate="tanh") takes 0.797724 for sqrt(2/pi) (0.7978846):
     # a relative error of 1e-3 in fp32. PyTorch's computes as eager does.
     aten.gelu,
+    # torch-mlir's norm.Scalar sums fp16 squares in fp16 (inf) and takes a symbolic p as
+    # sum(|x|^p)^(1/p) alone; PyTorch's is linalg_vector_norm, which tessel keeps exact.
+    aten.norm,
 ]
 
 _TORCH_THRESHOLD_BACKWARD = get_decompositions([aten.threshold_backward])[
