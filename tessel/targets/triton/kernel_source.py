@@ -277,6 +277,9 @@ class _Writer:
     # A gemm template's 2-D tile: its shape, each loop dim's indices, its block sizes.
     tile: str = "[BLOCK]"
     tile_indices: list | None = None
+    # The loop dims of the generic being written that `r` walks, in its order (its
+    # result's dims), where they differ from the loop order; None: in loop order.
+    walk_dims: list | None = None
     constants: tuple = ("BLOCK",)
     counter: int = 0
 
@@ -320,12 +323,16 @@ class _Writer:
         return ranges
 
     def row_extent(self, generic: ir.Operation) -> list[int | str]:
-        """The dims of size > 1 that `r` spans for this op: the output points of a pooling
-        window, the whole iteration space otherwise (a dynamic size is never 1: Dynamo
-        specializes sizes 0 and 1)."""
-        skipped = pooling_window(generic) or []
-        return [size for d, size in enumerate(self.domain(generic))
-                if size != 1 and d not in skipped]
+        """The dims of size > 1 that `r` spans for this op (a dynamic size is never 1:
+        Dynamo specializes sizes 0 and 1): a row reduction's whole iteration space;
+        else its result's dims, in the result's order (the output points of a pooling
+        window; a depthwise convolution's N, H, W, C loops as its NCHW result)."""
+        domain = self.domain(generic)
+        window = pooling_window(generic) or []
+        positions = _output_positions(generic)
+        if positions is None or set(_reduction_dims(generic)) - set(window):
+            return [size for d, size in enumerate(domain) if size != 1 and d not in window]
+        return [domain[p] for p in positions if domain[p] != 1]
 
     def input_pointer(self, value: ir.Value) -> str:
         for index, known in enumerate(self.inputs):
@@ -371,13 +378,15 @@ class _Writer:
         """Per loop dim, its index where the kernel's row walks the result of a generic
         over `domain` written through `output_map` (a projected permutation), and the
         kind: the row walks the result tensor's dims, which the loop dims may permute
-        (torch-mlir's depthwise convolution loops over N, H, W, C and writes NCHW). The
-        loop dims the result does not have (a window's) are 0."""
+        (torch-mlir's depthwise convolution loops over N, H, W, C and writes NCHW), and
+        `walk_dims` records that order. The loop dims the result does not have (a
+        window's) are 0."""
         positions = [e.position if isinstance(e, ir.AffineDimExpr) else None
                      for e in output_map.results]
         if None in positions:
             raise UnsupportedKernel("linalg.generic", f"an output map {output_map}")
         tensor_indices, kind = self.local_indices([domain[p] for p in positions])
+        self.walk_dims = [p for p in positions if domain[p] != 1]
         indices = ["0"] * len(domain)
         for position, index in zip(positions, tensor_indices):
             indices[position] = index
@@ -432,9 +441,11 @@ class _Writer:
                      window: frozenset[int]) -> bool:
         """Whether `affine_map` reads the row value `value` lane for lane: its results
         at `value`'s dims of size > 1 are the reader's dims that `r` spans, in order
-        (a dim of size 1 holds one point, however it is indexed). A causal mask's
-        row loop reads a [6] arange as (d0, d1) -> (d1) of its [1, 6] tile."""
-        row_dims = [d for d, index in enumerate(indices) if index != "0" and d not in window]
+        (a dim of size 1 holds one point, however it is indexed), in the order the row
+        walks them (`walk_dims`: the reader's result's). A causal mask's row loop reads
+        a [6] arange as (d0, d1) -> (d1) of its [1, 6] tile."""
+        row_dims = self.walk_dims if self.walk_dims is not None else [
+            d for d, index in enumerate(indices) if index != "0" and d not in window]
         wide = [e for e, size in zip(affine_map.results, self.shape(value)) if size != 1]
         return [e.position if isinstance(e, ir.AffineDimExpr) else None
                 for e in wide] == row_dims
@@ -450,10 +461,18 @@ class _Writer:
         if window is not None:
             self.window_reduction(op, domain, window)
             return
-        indices, kind = self.local_indices(domain)
         maps = ir.indexing_maps(op)
         block = op.regions[0].blocks[0]
         n_inputs = len(op.operands) - len(op.results)
+        reductions = _reduction_dims(op)
+        self.walk_dims = None
+        if reductions or self.tile_indices is not None:
+            indices, kind = self.local_indices(domain)
+        else:
+            # The row walks the result: loops that permute its dims read through them.
+            if any(m != maps[n_inputs] for m in maps[n_inputs + 1:]):
+                raise UnsupportedKernel("linalg.generic", "results written through different maps")
+            indices, kind = self.result_indices(domain, maps[n_inputs])
         body_ops = [o.operation for o in block.operations]
         yielded = body_ops[-1].operands
         used = {v for body_op in body_ops for v in body_op.operands}
@@ -461,7 +480,6 @@ class _Writer:
         for argument, operand, affine_map in zip(block.arguments, op.operands[:n_inputs], maps):
             if argument in used:  # a pooling window, say, only gives the loop its range
                 names[argument] = self.read(operand, affine_map, indices, kind)
-        reductions = _reduction_dims(op)
         if reductions:
             if len(op.results) != 1:
                 raise UnsupportedKernel("linalg.generic", "a reduction with several results")
@@ -502,9 +520,7 @@ class _Writer:
                                             maps[n_inputs + index], indices, kind)
         for body_op in body_ops[:-1]:
             self.body_op(body_op, names)
-        for result, value, affine_map in zip(op.results, yielded, maps[n_inputs:]):
-            if not ir.is_identity_map(affine_map):
-                raise UnsupportedKernel("linalg.generic", f"an output map {affine_map}")
+        for result, value in zip(op.results, yielded):
             expression, value_kind = self.value(value, names)
             if value_kind.startswith("literal"):
                 # A fill: readers take the constant itself, through any map, and type it
@@ -749,6 +765,16 @@ def _cast(expression: str, element: str) -> str:
     if element in _HALF:
         return f"{expression}.to({_TRITON_DTYPES[element]}).to(tl.float32)"
     return f"{expression}.to({_TRITON_DTYPES[element]})"
+
+
+def _output_positions(generic: ir.Operation) -> list[int] | None:
+    """The loop dim of each result dim of `generic`'s first output, or None where its
+    output map is not a projected permutation."""
+    maps = ir.indexing_maps(generic)
+    output_map = maps[len(generic.operands) - len(generic.results)]
+    positions = [e.position if isinstance(e, ir.AffineDimExpr) else None
+                 for e in output_map.results]
+    return None if None in positions else positions
 
 
 def _unsigned(value: ir.Value, expression: str) -> str:
