@@ -79,12 +79,14 @@ def input_shape(spec: ModelSpec, device: str, tiny: bool) -> tuple[int, int]:
 
 def build(spec: ModelSpec, device: str, tiny: bool = False) -> Built:
     """The model (float32, random weights of the current seed) and inputs on `device`.
-    Only hf models have tiny configs; torchvision and timm ones build full size."""
+    Only hf models have tiny configs; torchvision and timm ones build full size. Weights
+    are drawn on the device itself: a CPU takes tens of seconds for a billion."""
     batch, size = input_shape(spec, device, tiny)
-    if spec.source == "hf":
-        model = hf.build_model(spec.name, tiny).to(device)
-        return Built(model, kwargs=hf.build_inputs(spec.name, model.config, batch, size, device),
+    with torch.device(device):
+        if spec.source == "hf":
+            model = hf.build_model(spec.name, tiny).to(device)
+            return Built(model, kwargs=hf.build_inputs(spec.name, model.config, batch, size,
+                                                       device), batch_size=batch, size=size)
+        make = vision.torchvision_model if spec.source == "torchvision" else vision.timm_model
+        return Built(make(spec.name).to(device), args=(vision.image_batch(batch, size, device),),
                      batch_size=batch, size=size)
-    make = vision.torchvision_model if spec.source == "torchvision" else vision.timm_model
-    return Built(make(spec.name).to(device), args=(vision.image_batch(batch, size, device),),
-                 batch_size=batch, size=size)

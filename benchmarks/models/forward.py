@@ -5,7 +5,7 @@ eager's output, then the compiled first call (timed: compile included), its accu
 warm-up (peak memory from its start; the last warm-up call's output is judged too: under
 reduce-overhead it replays the CUDA graph that the timed calls replay), and eager and
 compiled calls alternated in rounds, medians of each. The references, the warm-up and
-the timed calls hold the suite's lock (measure.exclusive); the first call, which
+the timed calls hold the suite's lock (Row.exclusive); the first call, which
 compiles, runs beside other processes.
 """
 
@@ -35,7 +35,7 @@ def run_forward(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: s
         return module(*args, **kwargs)
 
     with torch.no_grad():
-        with measure.exclusive(lock):
+        with row.exclusive(lock):
             row.phase("fp64 reference")
             fp64 = measure.fp64_run(model, lambda copy64: call(
                 copy64, measure.cast_floats((built.args, built.kwargs), torch.float64)))
@@ -55,7 +55,7 @@ def run_forward(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: s
             synchronize(device)
             row["first_call_s"] = time.perf_counter() - start
             first = measure.cpu_tensors(first)
-            with measure.exclusive(lock):
+            with row.exclusive(lock):
                 row.phase("warm-up")
                 measure.reset_peak_memory(device)
                 for _ in range(warmup):
@@ -74,7 +74,10 @@ def run_forward(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: s
             row.update(measure.compiler_counters(backend))
             return measure.failure(row, "fail_to_run", exc)
 
+    row.phase("accuracy")
     row["speedup"] = ratio(row["eager_ms"], row["compiled_ms"])
+    eager_out, fp64, first, last = (measure.on_device(tensors, device)
+                                    for tensors in (eager_out, fp64, first, last))
     row["max_abs_error"] = max(max_abs_error(first, eager_out), max_abs_error(last, eager_out))
     passes = all(measure.accurate(eager_out, out, fp64, dtype) for out in (first, last))
     row["status"] = "pass" if passes else "fail_accuracy"

@@ -38,7 +38,8 @@ def run_generate(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: 
     # On CPU, a tiny config: there, a full-width decoder takes seconds per token.
     tiny = tiny or torch.device(device).type == "cpu"
     torch.manual_seed(0)
-    model = hf.build_model(spec.name, tiny).to(device)
+    with torch.device(device):  # weights drawn on the device: see catalog.build
+        model = hf.build_model(spec.name, tiny).to(device)
     batch, prompt = catalog.input_shape(spec, device, tiny)
     row.update(tiny=tiny, batch_size=batch, size=prompt, new_tokens=NEW_TOKENS)
     ids = hf.token_ids(model.config, batch, prompt, device)
@@ -57,7 +58,7 @@ def run_generate(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: 
         out = generate(forward, output_logits=True, return_dict_in_generate=True)
         return out.sequences[:, prompt:].cpu(), torch.stack(out.logits).cpu()
 
-    with measure.exclusive(lock):
+    with row.exclusive(lock):
         row.phase("fp64 reference")
         fp64 = measure.fp64_run(model, lambda copy64: copy64(
             ids, attention_mask=mask, use_cache=False).logits[:, -1])
@@ -79,7 +80,7 @@ def run_generate(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: 
         compiled = tokens_and_logits(compiled_forward)
         synchronize(device)
         row["first_call_s"] = time.perf_counter() - start
-        with measure.exclusive(lock):
+        with row.exclusive(lock):
             row.phase("warm-up")
             for _ in range(warmup):
                 generate(eager_forward)
@@ -98,26 +99,28 @@ def run_generate(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: 
     finally:
         model.forward = eager_forward
 
+    row.phase("accuracy")
     row["speedup"] = ratio(row["eager_ms"], row["compiled_ms"])
     row["eager_tokens_per_s"] = ratio(batch * NEW_TOKENS * 1e3, row["eager_ms"])
     row["tokens_per_s"] = ratio(batch * NEW_TOKENS * 1e3, row["compiled_ms"])
-    row.update(verdict(eager, compiled, fp64, dtype))
+    row.update(verdict(eager, compiled, fp64, dtype, device))
     return row
 
 
 def verdict(eager: tuple[torch.Tensor, torch.Tensor], compiled: tuple[torch.Tensor, torch.Tensor],
-            fp64: list[torch.Tensor] | None, dtype: torch.dtype) -> dict:
+            fp64: list[torch.Tensor] | None, dtype: torch.dtype, device: str) -> dict:
     """The row's status and what it rests on (module docstring)."""
     (eager_tokens, eager_logits), (tokens, logits) = eager, compiled
-    first_logits_same = measure.accurate([eager_logits[0]], [logits[0]], fp64, dtype)
+    first_logits_same = measure.accurate(*(measure.on_device(tensors, device) for tensors in (
+        [eager_logits[0]], [logits[0]], fp64)), dtype)
     leading = (tokens == eager_tokens).int().cumprod(dim=1).sum(dim=1).tolist()
-    partings = []
+    partings, near_ties = [], []
     for sequence, step in enumerate(leading):
         if step < NEW_TOKENS:
-            near_tie = measure.accurate([eager_logits[step, sequence]], [logits[step, sequence]],
-                                        None, dtype)
+            near_ties.append(measure.accurate([eager_logits[step, sequence]],
+                                              [logits[step, sequence]], None, dtype))
             partings.append(f"sequence {sequence} at token {step}: "
-                            + ("a near-tie" if near_tie else "logits not eager's"))
-    passes = first_logits_same and all(p.endswith("near-tie") for p in partings)
+                            + ("a near-tie" if near_ties[-1] else "logits not eager's"))
+    passes = first_logits_same and all(near_ties)
     return {"status": "pass" if passes else "fail_accuracy", "first_logits_same": first_logits_same,
             "matching_tokens": min(leading), "partings": partings}

@@ -1,6 +1,6 @@
 """What every row of the suite measures the same way: compiling under a backend and mode,
-the fp64 reference, the accuracy verdict, timing under the suite's lock, peak memory and
-the compilers' counters.
+the fp64 reference, the accuracy verdict, the suite's lock, timing, peak memory and the
+compilers' counters.
 
 Accuracy follows PyTorch's benchmarks/dynamo/common.py: `torch._dynamo.utils.same(eager's
 output, the compiled one, fp64 reference)`: allclose at the tolerance first, else the
@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import fcntl
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -63,6 +62,24 @@ class Row(dict):
             partial = self.path.with_suffix(".partial")
             partial.write_text(json.dumps(self))
             os.replace(partial, self.path)
+
+    @contextlib.contextmanager
+    def exclusive(self, lock: Path | None):
+        """Held while this process runs what must not overlap another's timed calls: its
+        own timed calls, and its stretches of GPU work (the references, warm-up). The
+        suite's processes compile side by side, but run those one at a time; the wait
+        adds up in lock_wait_s. No lock when `lock` is None (one process alone)."""
+        if lock is None:
+            yield
+            return
+        with open(lock, "a") as handle:
+            start = time.perf_counter()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            self["lock_wait_s"] = self.get("lock_wait_s", 0.0) + time.perf_counter() - start
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def environment(device: str) -> dict:
@@ -135,6 +152,12 @@ def fp64_run(model: torch.nn.Module, run: Callable) -> list[torch.Tensor] | None
             torch.cuda.empty_cache()
 
 
+def on_device(tensors: list[torch.Tensor] | None, device: str) -> list[torch.Tensor] | None:
+    """The references back on the device for the verdict: a CPU takes half a minute over
+    a 256k vocabulary's logits in float64."""
+    return None if tensors is None else [t.to(device) for t in tensors]
+
+
 def accurate(eager: list[torch.Tensor], compiled: list[torch.Tensor],
              fp64: list[torch.Tensor] | None, dtype: torch.dtype) -> bool:
     """PyTorch's verdict (same): allclose, else the fp64 RMSE rule, else cosine."""
@@ -143,23 +166,6 @@ def accurate(eager: list[torch.Tensor], compiled: list[torch.Tensor],
                     tol=TOLERANCE[dtype])
     except Exception:  # noqa: BLE001 - same() raises on mismatched structure: not the same
         return False
-
-
-@contextlib.contextmanager
-def exclusive(path: Path | None):
-    """Held while a process runs what must not overlap another's timed calls: its own
-    timed calls, and its stretches of GPU work (the references, warm-up). The suite's
-    processes compile side by side, but run those one at a time. No lock when `path`
-    is None (one process alone)."""
-    if path is None:
-        yield
-        return
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def timed(eager: Callable, compiled: Callable, device: str,

@@ -1,9 +1,9 @@
 """Run the model suite: one process per (model, backend, mode), results appended as JSON
 lines, resumable.
 
-    python -m benchmarks.models.suite --device cuda --jobs 4 --budget 540 \\
-        --results /tmp/models_cuda.jsonl
-    python -m benchmarks.models.report /tmp/models_cuda.jsonl
+    python -m benchmarks.models.suite --device cuda --jobs 6 --budget 540 \\
+        --results .gpu/models_cuda.jsonl
+    python -m benchmarks.models.report .gpu/models_cuda.jsonl
 
 Each row runs `python -m benchmarks.models.runner` in its own process (its own session,
 killed as a group at --timeout), with empty Inductor, tessel and Triton cache
@@ -159,9 +159,11 @@ class Process:
                 row.update(status="timeout",
                            error=f"no result after {self.seconds:.0f} s, in {phase}")
             else:
+                code = self.popen.returncode
+                died = (f"died of {signal.Signals(-code).name}" if code < 0
+                        else f"exited with {code}")
                 row.update(status="eager_fail" if phase in EAGER_PHASES else "fail_to_run",
-                           error=f"process exited with {self.popen.returncode} in {phase}: "
-                                 f"{last_line(self.log)}")
+                           error=f"process {died} in {phase}: {last_line(self.log)}")
         return row
 
     def remove(self) -> None:
