@@ -65,7 +65,8 @@ def test_verdict_takes_rounding_and_rejects_a_wrong_output():
 def test_ratio_to_inductor_normalizes_by_each_rows_eager():
     def row(backend, speedup, status="pass"):
         return {"model": "m", "kind": "forward", "mode": "default", "backend": backend,
-                "status": status, "speedup": speedup, "peak_memory": 100 if backend == "mlir" else 200}
+                "status": status, "speedup": speedup,
+                "peak_memory": 100 if backend == "mlir" else 200}
     rows = [row("inductor", 4.0), row("mlir", 2.0)]
     report.add_derived(rows)
     assert rows[1]["vs_inductor"] == 0.5

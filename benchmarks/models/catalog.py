@@ -57,7 +57,8 @@ def load_catalog(path: Path = LIST_FILE) -> list[ModelSpec]:
         spec = ModelSpec(row["name"], row["source"], row["kind"], int(row["batch_size"]),
                          int(row["size"]))
         if spec.source not in SOURCES or spec.kind not in KINDS:
-            raise ValueError(f"{path}: {spec}: source must be one of {SOURCES}, kind one of {KINDS}")
+            raise ValueError(f"{path}: {spec}: source must be one of {SOURCES}, "
+                             f"kind one of {KINDS}")
         if spec.source == "hf" and spec.name not in hf.MODELS:
             raise ValueError(f"{path}: {spec.name} has no config in benchmarks/models/hf.py")
         specs.append(spec)

@@ -173,8 +173,8 @@ MODELS = {
         # segformer-b0, ADE20k's 150 classes
         "depths": [2, 2, 2, 2], "hidden_sizes": [32, 64, 160, 256],
         "decoder_hidden_size": 256, "num_labels": 150},
-        {"depths": [1, 1, 1, 1], "hidden_sizes": [8, 16, 16, 32], "num_attention_heads": [1, 2, 2, 4],
-         "decoder_hidden_size": 32, "num_labels": 10}),
+        {"depths": [1, 1, 1, 1], "hidden_sizes": [8, 16, 16, 32],
+         "num_attention_heads": [1, 2, 2, 4], "decoder_hidden_size": 32, "num_labels": 10}),
 }
 
 

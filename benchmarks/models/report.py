@@ -17,11 +17,10 @@ import argparse
 import csv
 import json
 import statistics
-import subprocess
 from pathlib import Path
 
 from benchmarks.models.measure import STATUSES, VERSIONS
-from benchmarks.models.suite import ROOT, row_key
+from benchmarks.models.suite import ROOT, git_commit, row_key
 from benchmarks.run import fmt, geomean, ratio, table
 
 SLOWER = 0.95                   # a speedup below this counts as slower than eager
@@ -105,10 +104,8 @@ def distinct(rows: list[dict], get) -> str:
 def header(rows: list[dict]) -> list[str]:
     """Machine, versions, dates and commits of the rows (several where they differ)."""
     commit = distinct(rows, lambda r: r.get("commit"))
-    if commit == "unknown":  # a run from a copy without git: this checkout's, marked so
-        commit = (subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
-                                 capture_output=True, text=True).stdout.strip() or "unknown")
-        commit += " (of the checkout that wrote this report; the run recorded none)"
+    if commit == "unknown" and (here := git_commit()):  # a run from a copy without git
+        commit = f"{here} (this checkout's, at report time: the run recorded none)"
     dates = sorted(r["date"] for r in rows if r.get("date"))
     lines = [f"- date: {dates[0]} to {dates[-1]}" if dates else "- date: unknown",
              f"- commit: {commit}",

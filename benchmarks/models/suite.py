@@ -1,5 +1,4 @@
-"""Run the model suite: one process per (model, backend, mode), results appended as JSON
-lines, resumable.
+"""Run the model suite: a process per (model, backend, mode), rows appended to a JSON-lines file.
 
     python -m benchmarks.models.suite --device cuda --jobs 6 --budget 540 \\
         --results .gpu/models_cuda.jsonl
@@ -266,7 +265,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="compiled backends (each row also times eager)")
     parser.add_argument("--models", type=comma_list(), default=None,
                         help="comma-separated names or fnmatch patterns (hf_*); default: all")
-    parser.add_argument("--kinds", type=comma_list(catalog.KINDS), default=list(catalog.KINDS))
+    parser.add_argument("--kinds", type=comma_list(catalog.KINDS), default=list(catalog.KINDS),
+                        help="forward (one inference call), generate (generate() with a static "
+                             "cache); default: both")
     parser.add_argument("--shard", type=shard_arg, default=(1, 1),
                         help="i/n: every n-th row from the i-th (1-based)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per row")
