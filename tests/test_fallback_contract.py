@@ -197,3 +197,17 @@ def test_a_split_graph_whose_eager_ops_fail_on_compiled_results_runs_eagerly(mon
         torch.testing.assert_close(compiled(x, y), fn(x, y))
     torch.testing.assert_close(compiled(x, y), fn(x, y))
     assert tessel.stats()["graphs_split"] == 1
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="Triton's interpreter")
+def test_a_constant_tensor_is_an_input_of_the_compiled_code(monkeypatch, tmp_path):
+    """torch-mlir imports `torch.tensor([...])` as a dense literal, which the Triton
+    host program could not make ("is not a scalar": the whole graph ran eagerly)."""
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    fn = lambda x: (x.sin(), torch.tensor([[1.0, 2.0, 3.0]]).expand(4, 3) * 2 + x)  # noqa: E731
+    x = torch.randn(4, 3)
+    compiled = torch.compile(fn, backend="mlir", options={"target": "triton"})
+    for actual, expected in zip(compiled(x), fn(x)):
+        torch.testing.assert_close(actual, expected)
+    counters = tessel.stats()
+    assert counters["graphs_compiled"] == 1 and not counters["fallback_reasons"], counters

@@ -28,6 +28,7 @@ from tessel.frontend import graph_cache
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
+from tessel.frontend.lift_constants import lifted_constants, passing_constants
 from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results, writing_inputs
 from tessel.frontend.native_ops import native_ops_in, native_reason
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
@@ -261,7 +262,13 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
             raise CompileFailure("decompose", str(error), nodes=frozenset({error.node})) from error
     stages.write("decomposed_graph.py", lambda: traced.print_readable(print_output=False))
     try:
-        host, kernels, locate = _compile_decomposed(traced, options, stages, kind)
+        lifted, constants = lifted_constants(traced)
+        # A graph cache entry is called with Dynamo's inputs alone: no entry for these.
+        host, kernels, locate = _compile_decomposed(lifted, options, stages, kind,
+                                                    cacheable=not constants)
+        host = passing_constants(host, constants)
+        if locate is not None:
+            locate = passing_constants(locate, constants)
         return _pinning_build_failures(host, gm, traced), kernels, locate
     except UnsupportedGraph as error:
         failure = CompileFailure("prepare", error.reason, error.op)
@@ -283,7 +290,8 @@ def _pinned_on(gm: torch.fx.GraphModule, traced: torch.fx.GraphModule,
     return origins(traced, located) & {node.name for node in gm.graph.nodes}
 
 
-def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str):
+def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str,
+                        cacheable: bool = True):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, _input_values(gm)))
         import_module, signature = prepare_graph(
@@ -299,7 +307,8 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
                 for o in outputs]
         # check_accuracy needs the kernel IR of this compile, which the cache lacks.
         cache_key = (graph_cache.graph_key(gm, options, target.name)
-                     if target.caches_graphs and not options.check_accuracy else None)
+                     if cacheable and target.caches_graphs and not options.check_accuracy
+                     else None)
         cached = target.load_cached(cache_key, signature, options, stages)
     if cached is not None:
         counters.count("graphs_cached")

@@ -335,44 +335,51 @@ class _HostWriter:
 
     def write(self) -> list[str]:
         for op in self.ops:
-            if op.name == "tkern.library_call":
-                self.library_call(op)
-            elif is_kernel(op):
-                if (rounded := self.rounding_only(op)) is not None:
-                    self.names[op.results[0]] = self.name_of(rounded)
-                elif not op.results or (op.results[0] not in self.skipped_fills
-                                        and op.results[0] not in self.gemm_biases):
-                    self.launch(op)
-            elif op.name in _VIEWS:
-                shape = self.shape_of(op.results[0])
-                self.view(op.results[0], op.operands[0],
-                          f"{self.name_of(op.operands[0])}.reshape{_shape_text(shape)}")
-            elif op.name == "tensor.pad":
-                if op.results[0] not in self.folded_pads:
-                    self.pad(op)
-            elif op.name == "tensor.extract_slice":
-                self.view(op.results[0], op.operands[0], self.slice(op))
-            elif op.name == "tensor.insert_slice":
-                self.insert_slice(op)
-            elif op.name == "tensor.concat":
-                self.concat(op)
-            elif op.name == "tensor.cast":
-                self.names[op.results[0]] = self.name_of(op.operands[0])
-            elif op.name == "arith.constant":
-                self.constant(op)
-            elif op.name == "cf.assert":
-                # A size check of torch-mlir's lowering: a failure runs the graph eagerly.
-                message = ir.StringAttr(op.attributes["msg"]).value
-                self.lines += [f"if not {self.name_of(op.operands[0])}:",
-                               f"    raise RuntimeCheckFailed('tessel: a runtime check of the "
-                               f"compiled graph failed: ' + {message!r})"]
-            elif op.name in ("tensor.empty", "func.return"):
-                continue  # outputs are allocated where a kernel writes them
-            elif op.name in _SIZE_OPS:
-                self.size_arithmetic(op)
-            else:
-                raise UnsupportedKernel(op.name, "at the host level of the Triton target")
+            try:
+                self.write_op(op)
+            except UnsupportedKernel as error:
+                error.at = error.at or op
+                raise
         return self.lines
+
+    def write_op(self, op: ir.Operation) -> None:
+        if op.name == "tkern.library_call":
+            self.library_call(op)
+        elif is_kernel(op):
+            if (rounded := self.rounding_only(op)) is not None:
+                self.names[op.results[0]] = self.name_of(rounded)
+            elif not op.results or (op.results[0] not in self.skipped_fills
+                                    and op.results[0] not in self.gemm_biases):
+                self.launch(op)
+        elif op.name in _VIEWS:
+            shape = self.shape_of(op.results[0])
+            self.view(op.results[0], op.operands[0],
+                      f"{self.name_of(op.operands[0])}.reshape{_shape_text(shape)}")
+        elif op.name == "tensor.pad":
+            if op.results[0] not in self.folded_pads:
+                self.pad(op)
+        elif op.name == "tensor.extract_slice":
+            self.view(op.results[0], op.operands[0], self.slice(op))
+        elif op.name == "tensor.insert_slice":
+            self.insert_slice(op)
+        elif op.name == "tensor.concat":
+            self.concat(op)
+        elif op.name == "tensor.cast":
+            self.names[op.results[0]] = self.name_of(op.operands[0])
+        elif op.name == "arith.constant":
+            self.constant(op)
+        elif op.name == "cf.assert":
+            # A size check of torch-mlir's lowering: a failure runs the graph eagerly.
+            message = ir.StringAttr(op.attributes["msg"]).value
+            self.lines += [f"if not {self.name_of(op.operands[0])}:",
+                           f"    raise RuntimeCheckFailed('tessel: a runtime check of the "
+                           f"compiled graph failed: ' + {message!r})"]
+        elif op.name in ("tensor.empty", "func.return"):
+            pass  # outputs are allocated where a kernel writes them
+        elif op.name in _SIZE_OPS:
+            self.size_arithmetic(op)
+        else:
+            raise UnsupportedKernel(op.name, "at the host level of the Triton target")
 
     def rounding_only(self, op: ir.Operation) -> ir.Value | None:
         """The value a kernel only rounds to a half type, element for element, when the

@@ -153,11 +153,13 @@ CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", 
 
 
 class UnsupportedKernel(Exception):
-    """A kernel this code generator cannot express; `op` names the op that stopped it."""
+    """A kernel this code generator cannot express; `op` names the op that stopped it,
+    `at` is that op where the host program's generator knows it."""
 
     def __init__(self, op: str, reason: str):
         super().__init__(f"{op}: {reason}")
         self.op = op
+        self.at: ir.Operation | None = None
 
 
 @dataclass

@@ -108,6 +108,19 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
     return launch
 
 
+def _nodes_of(op: ir.Operation | None) -> frozenset[str]:
+    """The FX nodes a host-level op the generator refused comes from, and those of the
+    ops that read its results: a constant the host cannot make is folded from its
+    readers' lowering, and is not made when they run eagerly."""
+    if op is None:
+        return frozenset()
+    names = set(ir.names_located_in(op))
+    for result in op.results:
+        for use in result.uses:
+            names |= ir.names_located_in(use.owner)
+    return frozenset(names)
+
+
 def _reads_any(kernel: ir.Operation, values: set) -> bool:
     """Whether an op of `kernel` reads one of `values`."""
     return bool(values) and any(operand in values for op in ir.ops_where(kernel, lambda op: True)
@@ -190,7 +203,8 @@ class TritonTarget(Target):
                                                     stages.dump.graph_name, channels_last,
                                                     narrowed)
             except UnsupportedKernel as error:
-                raise CompileFailure("triton-codegen", str(error)) from error
+                raise CompileFailure("triton-codegen", str(error),
+                                     nodes=_nodes_of(error.at)) from error
         function_nodes: dict[str, set[str]] = {}
         for name, kernel in sources.items():
             function_nodes.setdefault(kernel.function, set()).update(located[name])
