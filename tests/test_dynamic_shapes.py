@@ -141,6 +141,36 @@ def test_automatic_dynamic_recompiles_once_for_new_sequence_lengths(target, devi
     assert assert_compiled()["graphs_compiled"] == 2
 
 
+def test_float_of_a_symbolic_size_compiles(device):
+    """Symbolic sizes and ints turned float (a fill value that changes between calls,
+    interpolation's scaled output size) arrive as torch.sym_float and math.trunc, which
+    the FX importer has no mapping for: the graphs ran eagerly. The host program sizes
+    the output as int(1.5 * s0). (The Triton target refuses a kernel that reads an i64
+    scalar, the fill value.)"""
+    def fn(x, value):
+        return F.interpolate(x, scale_factor=1.5, mode="nearest"), x.masked_fill(x > 0, value)
+
+    compiled = compile_dynamic(fn, "cpu", device)
+    for size, value in [(4, 2), (6, 3), (9, -1)]:
+        x = torch.randn(1, 2, size, device=device)
+        torch.testing.assert_close(compiled(x, value), fn(x, value))
+    assert_compiled()
+
+
+def test_adaptive_pooling_to_a_symbolic_size_compiles(device):
+    """Adaptive pooling's windows divide by the output size: a symbolic int where
+    div.Tensor_mode takes a tensor, which the FX importer imported as an int, and a
+    divisor signature.py took to be possibly 0 (a symbolic size is at least 2)."""
+    def fn(x, size):
+        return F.adaptive_avg_pool2d(x, size)
+
+    compiled = compile_dynamic(fn, "cpu", device)
+    for width, size in [(8, 3), (10, 4), (13, 5)]:
+        x = torch.randn(2, 3, width, width, device=device)
+        torch.testing.assert_close(compiled(x, size), fn(x, size))
+    assert_compiled()
+
+
 @dataclass(frozen=True)
 class FailingCheckPass(tessel.ModulePass):
     """insert-failing-check: add a runtime check that always fails at the top of @main

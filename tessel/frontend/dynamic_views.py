@@ -18,7 +18,14 @@
   FX importer has no mapping for it.
 - Aliases torch-mlir lowers under another name (_ALIASES): `aten.true_divide.Tensor`,
   which float arithmetic turned into 0-d tensor ops emits under dynamic=True (GPT-2's
-  `math.sqrt(2.0 / math.pi)`), is `aten.div.Tensor`.
+  `math.sqrt(2.0 / math.pi)`), is `aten.div.Tensor`; `torch.sym_float` of a symbolic
+  size (interpolation's scales, linspace's step, std's count), which the FX importer
+  has no mapping for, is `aten.Float.Scalar`, as the importer itself promotes ints, and
+  `math.trunc` of a symbolic float (a scaled output size) is `aten.Int.Scalar`.
+- A symbolic int where an op takes a tensor (`div.Tensor_mode(t, s0)`: adaptive
+  pooling's window ends over a symbolic output size) becomes a 0-d int64 tensor, as the
+  FX importer makes of a constant int there: it imported the int itself, which the op
+  does not verify with.
 """
 
 from __future__ import annotations
@@ -29,10 +36,13 @@ import operator
 import sympy
 import torch
 import torch.fx
+from torch._guards import detect_fake_mode
 
 from tessel.frontend.signature import host_can_view, view_chain
 
-_ALIASES = {torch.ops.aten.true_divide.Tensor: torch.ops.aten.div.Tensor}
+_ALIASES = {torch.ops.aten.true_divide.Tensor: torch.ops.aten.div.Tensor,
+            torch.sym_float: torch.ops.aten.Float.Scalar,
+            math.trunc: torch.ops.aten.Int.Scalar}
 _VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default,
           torch.ops.aten.reshape.default)
 
@@ -108,6 +118,27 @@ def _write_out_sum(gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
     gm.graph.erase_node(node)
 
 
+def _tensor_operands_as_tensors(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    """Wrap the symbolic ints that `node` passes where its schema takes a tensor in
+    `aten.scalar_tensor` nodes; whether there were any."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return False
+    wrapped = False
+    for position, (argument, value) in enumerate(zip(schema.arguments, node.args)):
+        if (isinstance(value, torch.fx.Node) and isinstance(value.meta.get("val"), torch.SymInt)
+                and isinstance(argument.type, torch.TensorType)):
+            with gm.graph.inserting_before(node):
+                tensor = gm.graph.call_function(torch.ops.aten.scalar_tensor.default, (value,),
+                                                {"dtype": torch.int64})
+            with detect_fake_mode([a.meta.get("val") for a in node.all_input_nodes]):
+                tensor.meta["val"] = torch.ops.aten.scalar_tensor.default(
+                    value.meta["val"], dtype=torch.int64)
+            node.update_arg(position, tensor)
+            wrapped = True
+    return wrapped
+
+
 def _value_of(argument):
     return argument.meta["val"] if isinstance(argument, torch.fx.Node) else argument
 
@@ -129,6 +160,8 @@ def rewrite_dynamic_views(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             (_write_out_remainder if node.target is operator.mod else _write_out_sum)(gm, node)
             changed = True
             continue
+        if node.op == "call_function" and _tensor_operands_as_tensors(gm, node):
+            changed = True
         if node.op != "call_function" or not isinstance(node.args[0], torch.fx.Node):
             continue
         source = node.args[0]

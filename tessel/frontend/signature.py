@@ -120,6 +120,24 @@ class GraphSignature:
     device: str | None = None
 
 
+class _HostPrinter(PythonPrinter):
+    """Sizes as Python that host programs run with no import (they have `torch` in
+    scope, not `math`): floor, ceil and trunc of a float size (interpolation's scaled
+    sizes) by int()."""
+
+    def _print_TruncToInt(self, expr) -> str:
+        return f"int({self._print(expr.args[0])})"
+
+    def _print_FloorToInt(self, expr) -> str:
+        return f"int(({self._print(expr.args[0])}) // 1)"
+
+    def _print_CeilToInt(self, expr) -> str:
+        return f"-int(-({self._print(expr.args[0])}) // 1)"
+
+    _print_floor = _print_FloorToInt
+    _print_ceiling = _print_CeilToInt
+
+
 def _printer_expr(value, bound: set[str], what: str) -> str:
     if isinstance(value, int):
         return str(value)
@@ -127,7 +145,7 @@ def _printer_expr(value, bound: set[str], what: str) -> str:
     missing = {str(s) for s in expr.free_symbols} - bound
     if missing:
         raise UnsupportedGraph(f"{what} depends on unbound size symbol(s) {sorted(missing)}")
-    return PythonPrinter().doprint(expr)
+    return _HostPrinter().doprint(expr)
 
 
 def _dense(shape, stride) -> bool:
@@ -220,7 +238,7 @@ def _host_literal(value, bound: set[str]) -> str | None:
         return None if None in items else "[" + ", ".join(items) + "]"
     if isinstance(value, torch.SymInt):
         missing = {str(s) for s in value.node.expr.free_symbols} - bound
-        return None if missing else PythonPrinter().doprint(value.node.expr)
+        return None if missing else _HostPrinter().doprint(value.node.expr)
     if value is None or isinstance(value, (bool, int, torch.dtype)):
         return repr(value)
     return None
@@ -268,7 +286,14 @@ _INTEGER_DIVISIONS = (aten.div, aten.floor_divide, aten.remainder, aten.fmod)
 
 
 def _at_least_one(node: torch.fx.Node) -> bool:
-    """Whether `node` clamps from below by 1 or more (a count made a divisor)."""
+    """Whether `node` is at least 1: a symbolic int whose guarded range says so (Dynamo
+    takes a symbolic size to be 2 or more: it specializes 0 and 1), or a clamp from
+    below by 1 or more (a count made a divisor)."""
+    if node.target is aten.scalar_tensor.default and isinstance(node.args[0], torch.fx.Node):
+        node = node.args[0]  # a symbolic int passed as a tensor (dynamic_views.py)
+    value = node.meta.get("val")
+    if isinstance(value, torch.SymInt):
+        return bool(value.node.shape_env.bound_sympy(value.node.expr).lower >= 1)
     if node.target not in (aten.clamp.default, aten.clamp_min.default):
         return False
     low = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
