@@ -211,3 +211,11 @@ def test_a_constant_tensor_is_an_input_of_the_compiled_code(monkeypatch, tmp_pat
         torch.testing.assert_close(actual, expected)
     counters = tessel.stats()
     assert counters["graphs_compiled"] == 1 and not counters["fallback_reasons"], counters
+
+
+def test_a_graph_of_constants_alone_compiles():
+    """A graph with no inputs: its lifted constants are its only inputs."""
+    fn = lambda: torch.tensor([2.0, 3.0]) * 2  # noqa: E731
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(), fn())
+    counters = tessel.stats()
+    assert counters["graphs_compiled"] == 1 and not counters["fallback_reasons"], counters

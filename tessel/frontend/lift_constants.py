@@ -31,7 +31,9 @@ def lifted_constants(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, li
     for node in nodes:
         original = by_name[node.name]
         value = getattr(gm, node.target)
-        with lifted.graph.inserting_after(placeholders[-1] if placeholders else None):
+        where = (lifted.graph.inserting_after(placeholders[-1]) if placeholders
+                 else lifted.graph.inserting_before(next(iter(lifted.graph.nodes))))
+        with where:
             placeholder = lifted.graph.placeholder(f"constant_{len(constants)}")
         placeholder.meta["val"] = fake_mode.from_tensor(value) if fake_mode else value
         original.replace_all_uses_with(placeholder)
