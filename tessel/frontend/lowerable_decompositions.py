@@ -524,6 +524,70 @@ def threshold_backward(grad, x, threshold):
     return _TORCH_THRESHOLD_BACKWARD(grad, x, threshold)
 
 
+def take(x, index):
+    """take as indexing the flattened x (an index below 0 counts from the end): PyTorch's
+    decomposition checks the indices' range by reading them (data-dependent); the host
+    checks an index input against the size before the kernel runs, as it does x[i]."""
+    return aten.index.Tensor(x.reshape(-1), [index])
+
+
+def median(x):
+    """median of all elements, as eager: the lower middle value, NaN if any is NaN."""
+    if x.numel() == 0 or x.dtype == torch.bool:
+        return NotImplemented
+    middle = aten.sort.default(x.reshape(-1))[0][(x.numel() - 1) // 2]
+    return torch.where(torch.isnan(x).any(), math.nan, middle) if x.is_floating_point() else middle
+
+
+def nanmedian(x):
+    """nanmedian of all elements: the lower middle value of those not NaN (tessel's
+    sort puts NaNs last); NaN if all are."""
+    if x.numel() == 0 or x.dtype == torch.bool:
+        return NotImplemented
+    if not x.is_floating_point():
+        return median(x)
+    values = aten.sort.default(x.reshape(-1))[0]
+    position = torch.div((~torch.isnan(x)).sum() - 1, 2, rounding_mode="floor").clamp(min=0)
+    return values.gather(0, position.reshape(1)).reshape(())
+
+
+def _median_along(x, dim, keepdim, skip_nan: bool):
+    """(median, index) along `dim`: the lower middle of tessel's stable sort (NaNs last);
+    median's is the first NaN where there is one, nanmedian's the middle of the values
+    not NaN (of all, where all are), as eager's."""
+    if x.dim() == 0:
+        return aten.clone(x), torch.zeros_like(x, dtype=torch.int64)
+    if x.shape[dim] == 0 or x.dtype == torch.bool:
+        return NotImplemented
+    values, order = aten.sort.default(x, dim)
+    length = x.shape[dim]
+    if skip_nan and x.is_floating_point():
+        count = (~torch.isnan(x)).sum(dim, keepdim=True)
+        position = torch.where(count == 0, (length - 1) // 2,
+                               torch.div(count - 1, 2, rounding_mode="floor"))
+        median, index = values.gather(dim, position), order.gather(dim, position)
+    else:
+        median = values.narrow(dim, (length - 1) // 2, 1)
+        index = order.narrow(dim, (length - 1) // 2, 1)
+        if x.is_floating_point():
+            is_nan = torch.isnan(x)
+            has_nan = is_nan.any(dim, keepdim=True)
+            median = torch.where(has_nan, math.nan, median)
+            index = torch.where(has_nan, aten.argmax.default(is_nan.to(torch.int8), dim, True),
+                                index)
+    if not keepdim:
+        median, index = median.squeeze(dim), index.squeeze(dim)
+    return median, index
+
+
+def median_dim(x, dim, keepdim=False):
+    return _median_along(x, dim, keepdim, skip_nan=False)
+
+
+def nanmedian_dim(x, dim, keepdim=False):
+    return _median_along(x, dim, keepdim, skip_nan=True)
+
+
 def unsafe_index(x, indices):
     """_unsafe_index as index, with each integer index capped at its dimension's last
     element, as eager's nearest upsampling caps its own: PyTorch's decomposition of
@@ -608,6 +672,11 @@ def lowerable_decompositions() -> dict:
         aten.avg_pool2d_backward.default: avg_pool2d_backward,
         aten.linalg_vector_norm.default: vector_norm,
         aten._unsafe_index.Tensor: unsafe_index,
+        aten.take.default: take,
+        aten.median.default: median,
+        aten.nanmedian.default: nanmedian,
+        aten.median.dim: median_dim,
+        aten.nanmedian.dim: nanmedian_dim,
         aten.threshold_backward.default: threshold_backward,
     })
     return table

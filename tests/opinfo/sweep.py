@@ -141,9 +141,10 @@ def _difference(actual, expected, exact: torch.Tensor | None) -> str | None:
 
 
 # Ops whose index output may name any of equal elements (sort is stable only when
-# asked, topk and kthvalue leave ties unspecified): by the position of `dim` among
-# their arguments. Their indices match where they select eager's values.
-TIES_IN_ANY_ORDER = {"sort": 0, "argsort": 0, "topk": 1, "kthvalue": 1}
+# asked; topk, kthvalue and median leave ties unspecified): by the position of `dim`
+# among their arguments. Their indices match where they select eager's values.
+TIES_IN_ANY_ORDER = {"sort": 0, "argsort": 0, "topk": 1, "kthvalue": 1, "median": 0,
+                     "nanmedian": 0}
 
 
 def _selected(op, sample, indices: torch.Tensor) -> torch.Tensor | None:
