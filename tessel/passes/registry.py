@@ -89,15 +89,6 @@ class ModulePass:
             values[fields[key].name] = _parse_option_value(cls.name, key, fields[key], text)
         return cls(**values)
 
-    def pipeline_text(self) -> str:
-        """This pass with its non-default options, as it reads in a pipeline string."""
-        options = [
-            f"{f.name.replace('_', '-')}={_format_option_value(getattr(self, f.name))}"
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name) != f.default
-        ]
-        return self.name + ("{" + " ".join(options) + "}" if options else "")
-
 
 def _parse_option_value(pass_name: str, key: str, field: dataclasses.Field, text: str) -> Any:
     kind = field.type if isinstance(field.type, str) else field.type.__name__
@@ -115,14 +106,6 @@ def _parse_option_value(pass_name: str, key: str, field: dataclasses.Field, text
         return text
     except ValueError:
         raise ValueError(f"pass {pass_name!r}: option {key!r} expects {kind}, got {text!r}") from None
-
-
-def _format_option_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def register(cls: type[ModulePass]) -> type[ModulePass]:
