@@ -28,14 +28,14 @@ def _hash_triton_sources() -> None:
     triton_key()
 
 
-# torch.compile(fn, backend="mlir") imports this module when it resolves the backend,
-# before Dynamo traces anything: the compile worker starts (and warms up) meanwhile.
-start_worker()
-# So does Triton's key of its own sources, which its every compile and cache lookup
-# needs: computed once per process, it hashes libtriton (0.4 s on the H100 host, with the
-# GIL released), and on a GPU machine the Triton target will need it.
-if torch.cuda.is_available():
-    threading.Thread(target=_hash_triton_sources, daemon=True).start()
+@functools.cache
+def _hashing_triton_sources() -> None:
+    """Triton's key of its own sources, which its every compile and cache lookup needs:
+    computed once per process, it hashes libtriton with the GIL released, on a thread
+    started at the first compile, while aot_autograd traces (on a GPU machine the
+    Triton target will need it). Importing tessel starts nothing."""
+    if torch.cuda.is_available():
+        threading.Thread(target=_hash_triton_sources, daemon=True).start()
 
 
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None,
@@ -48,12 +48,15 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
     aot_autograd cannot trace runs eagerly (`_eager_when_aot_fails`).
     """
     parsed = parse_options(mode, options)
+    _hashing_triton_sources()
     key = inference_key(gm, example_inputs, parsed)
     cached = cached_inference(gm, key, parsed)
     if cached is not None:
         return cached
     if parsed.compile_in_worker:
-        start_worker()  # again, if it has exited (after a crash) since
+        # The worker warms up while aot_autograd traces; started again if it has
+        # exited (after a crash) since.
+        start_worker()
 
     def compiler(kind: str):
         return functools.partial(_compile, options=parsed, kind=kind)
