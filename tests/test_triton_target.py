@@ -1422,3 +1422,18 @@ def test_embeddings_added_together_are_one_kernel_in_half_precision(tmp_path):
     torch.testing.assert_close(actual, fn(ids), rtol=8e-3, atol=1e-2)
     _, host = generated_files(tmp_path / "dump")
     assert len(re.findall(r"launch_main_kernel_\d+\(direct", host)) == 1, host
+
+
+def test_channels_last_weights_go_with_their_weights():
+    """Converted weights were kept by address: never freed, and a new weight at a freed
+    one's address with the same version and shape would have been given its copy."""
+    from tessel.targets.triton.host_program import ChannelsLastWeights
+    weights = ChannelsLastWeights()
+    weight = torch.randn(16, 8, 3, 3)
+    converted = weights(weight, capturing=False)
+    assert converted.is_contiguous(memory_format=torch.channels_last)
+    assert weights(weight, capturing=False) is converted
+    weight.add_(1)  # a new version: converted again
+    torch.testing.assert_close(weights(weight, capturing=False), weight)
+    del weight, converted
+    assert len(weights.converted) == 0

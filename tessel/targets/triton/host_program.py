@@ -7,6 +7,7 @@ concatenates in between. Dynamic sizes are computed from the graph's inputs
 from __future__ import annotations
 
 import re
+import weakref
 
 import torch
 
@@ -821,13 +822,19 @@ class ChannelsLastWeights:
     after an in-place update of the weight converts the new values."""
 
     def __init__(self):
+        # By the weight's identity, its entry dropped when it dies: a conversion goes
+        # with its weight, and a new weight at a freed one's address or id is never
+        # taken for it.
         self.converted: dict[int, tuple[int, torch.Tensor]] = {}
 
     def __call__(self, weight: torch.Tensor, capturing: bool) -> torch.Tensor:
-        if capturing:
+        if capturing or weight.is_contiguous(memory_format=torch.channels_last):
             return weight.contiguous(memory_format=torch.channels_last)
-        version, converted = self.converted.get(weight.data_ptr(), (None, None))
-        if version != weight._version or converted.shape != weight.shape:
+        key = id(weight)
+        if key not in self.converted:
+            weakref.finalize(weight, self.converted.pop, key, None)
+        version, converted = self.converted.get(key, (None, None))
+        if version != weight._version:
             converted = weight.contiguous(memory_format=torch.channels_last)
-            self.converted[weight.data_ptr()] = (weight._version, converted)
+            self.converted[key] = (weight._version, converted)
         return converted
