@@ -1,10 +1,11 @@
 """tessel: an MLIR compiler stack behind torch.compile(model, backend="mlir")."""
 
 from tessel.counters import reset_stats, stats
+from tessel.errors import TesselError
 from tessel.options import list_options
 
-__all__ = ["ModulePass", "explain", "list_options", "register_pass", "register_pipeline",
-           "reset_stats", "stats"]
+__all__ = ["ModulePass", "TesselError", "explain", "list_options", "register_pass",
+           "register_pipeline", "reset_stats", "stats"]
 
 
 def __getattr__(name: str):

@@ -11,13 +11,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from tessel.errors import TesselError
+
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # The modes that replay whole graphs (CUDA graphs, as torch.compile documents them), and
 # each one's mode of the same kernels without replays.
 _WITHOUT_REPLAY = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 
 
-class OptionError(ValueError):
+class OptionError(TesselError, ValueError):
     """A bad `mode` or `options` entry; the message names it and lists valid values."""
 
 

@@ -17,11 +17,12 @@ from typing import Callable
 from tessel import counters, ir
 from tessel.compile_worker import run_in_worker
 from tessel.dump import GraphDump
+from tessel.errors import TesselError
 from tessel.passes.pipeline import PipelineError, canonical_text, run_pipeline, runs_anywhere
 from tessel.worker_process import WorkerCrash
 
 
-class CompileFailure(Exception):
+class CompileFailure(TesselError):
     """A stage failed. `op` is the offending op when known; `nodes` the names of the
     FX nodes the failing IR came from, where its locations name them (the frontend
     pins the failure on them); `repro` the repro folder."""

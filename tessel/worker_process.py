@@ -17,11 +17,13 @@ import tempfile
 import threading
 from typing import Callable
 
+from tessel.errors import TesselError
+
 # The line a worker that announces readiness writes once it has started.
 _READY = {"ready": True}
 
 
-class WorkerCrash(RuntimeError):
+class WorkerCrash(TesselError, RuntimeError):
     """The worker died or timed out; the message says how, with its last stderr lines."""
 
 

@@ -24,12 +24,13 @@ from torch._functorch.aot_autograd import make_boxed_func
 from tessel import counters, ir
 from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
+from tessel.errors import TesselError
 from tessel.frontend import graph_cache
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
-from tessel.frontend.lift_constants import lifted_constants, passing_constants
 from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results, writing_inputs
+from tessel.frontend.lift_constants import lifted_constants, passing_constants
 from tessel.frontend.native_ops import native_ops_in, native_reason
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
@@ -40,11 +41,11 @@ from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, get_targe
 log = logging.getLogger("tessel")
 
 
-class TesselCompileError(RuntimeError):
+class TesselCompileError(TesselError, RuntimeError):
     """Raised instead of falling back when options={"fallback": False}."""
 
 
-class IndexOutOfRange(IndexError, RuntimeError):
+class IndexOutOfRange(TesselError, IndexError, RuntimeError):
     """An index input out of range. Eager raises IndexError (embedding, x[i]) or
     RuntimeError (gather, index_select): this is caught as either."""
 

@@ -22,12 +22,13 @@ from torch._guards import detect_fake_mode
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from tessel.errors import TesselError
 from tessel.frontend.decompositions import decomposition_table
 
 _PASS_NAME = "tessel-decompose"
 
 
-class DecompositionFailed(Exception):
+class DecompositionFailed(TesselError):
     """Tracing node `node` through the table failed."""
 
     def __init__(self, node: str, error: Exception):

@@ -17,6 +17,8 @@ import torch
 import torch.fx
 from torch.utils._sympy.printers import PythonPrinter
 
+from tessel.errors import TesselError
+
 aten = torch.ops.aten
 
 # uint8 is left out: torch-mlir lowers it as signed i8 in places (abs, widening in
@@ -53,7 +55,7 @@ TRACED_DTYPE_DIFFERS = {
 }
 
 
-class UnsupportedGraph(Exception):
+class UnsupportedGraph(TesselError):
     """The graph cannot be compiled; `op` names the FX op or argument responsible."""
 
     def __init__(self, reason: str, op: str | None = None):

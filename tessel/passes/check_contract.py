@@ -5,10 +5,11 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.contracts import TARGET_INPUT_DIALECTS, TARGET_INPUT_OPS
+from tessel.errors import TesselError
 from tessel.passes.registry import ModulePass, register
 
 
-class ContractViolation(ValueError):
+class ContractViolation(TesselError, ValueError):
     """An op outside a target's input contract; names the op and where it came from."""
 
 

@@ -9,10 +9,11 @@ single PassManager runs the whole pipeline (and `--mlir-print-ir-after-all` sees
 from __future__ import annotations
 
 from tessel import ir
+from tessel.errors import TesselError
 from tessel.passes import registry
 
 
-class PipelineError(RuntimeError):
+class PipelineError(TesselError, RuntimeError):
     """A pipeline failed to parse or to run; `pass_name` is the failing pass when known."""
 
     def __init__(self, message: str, pass_name: str | None = None):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from torch_mlir.dialects.transform import interpreter
 
 from tessel import ir
+from tessel.errors import TesselError
 
 
-class TransformError(RuntimeError):
+class TransformError(TesselError, RuntimeError):
     """The transform script failed; the message carries its diagnostics."""
 
 

@@ -7,17 +7,18 @@ from abc import ABC, abstractmethod
 from typing import Callable, ClassVar
 
 from tessel import ir
+from tessel.errors import TesselError
 
 # Imported lazily, so a target's toolchain loads only when a graph asks for it.
 _TARGETS = {"cpu": "tessel.targets.cpu.target:CpuTarget",
             "triton": "tessel.targets.triton.target:TritonTarget"}
 
 
-class RuntimeCheckFailed(RuntimeError):
+class RuntimeCheckFailed(TesselError, RuntimeError):
     """A runtime check of compiled code failed (sizes the lowering cannot handle)."""
 
 
-class KernelBuildFailed(RuntimeError):
+class KernelBuildFailed(TesselError, RuntimeError):
     """A kernel the target builds at its first launch (Triton's JIT) failed to build:
     the FX nodes it computes (`nodes`, from its locations; none if unknown) run
     eagerly from then on, or the whole graph."""

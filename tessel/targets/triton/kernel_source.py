@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from tessel import ir
+from tessel.errors import TesselError
 from tessel.passes.choose_gpu_blocks import template_programs
 from tessel.passes.form_kernels import kernel_body, kernel_name, sole_generic
 from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
@@ -152,7 +153,7 @@ _CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "u
 CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 
-class UnsupportedKernel(Exception):
+class UnsupportedKernel(TesselError):
     """A kernel this code generator cannot express; `op` names the op that stopped it,
     `at` is that op where the host program's generator knows it."""
 

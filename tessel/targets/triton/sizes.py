@@ -22,12 +22,13 @@ from __future__ import annotations
 import math
 
 from tessel import ir
+from tessel.errors import TesselError
 
 Root = tuple
 Extent = int | Root
 
 
-class UnknownSize(Exception):
+class UnknownSize(TesselError):
     """A dynamic extent whose producer this module cannot trace (the kernel is then
     unsupported, and the graph runs eagerly around it)."""
 
