@@ -219,3 +219,20 @@ def test_a_graph_of_constants_alone_compiles():
     torch.testing.assert_close(torch.compile(fn, backend="mlir")(), fn())
     counters = tessel.stats()
     assert counters["graphs_compiled"] == 1 and not counters["fallback_reasons"], counters
+
+
+def test_a_piece_that_writes_an_input_and_returns_one_value():
+    """A split graph's piece that writes an input (a static cache's update) and returns
+    a single value: its results were spread as a tuple ("Value after * must be an
+    iterable, not Node", the Llama and Gemma decoders' cache update ran eagerly)."""
+    def fn(x, cache):
+        cache.add_(torch.special.zeta(x.abs() + 2, 2.0))  # zeta runs eagerly
+        return cache.sin()
+    x, cache = torch.rand(8), torch.rand(8)
+    expected_cache = cache.clone()
+    expected = fn(x, expected_cache)
+    actual = torch.compile(fn, backend="mlir")(x, cache)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(cache, expected_cache)
+    reasons = tessel.stats()["fallback_reasons"]
+    assert all("special_zeta" in r for r in reasons), reasons

@@ -54,7 +54,10 @@ def mutations_as_results(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         copy.replace_all_uses_with(value)
         graph.erase_node(copy)
         new_values.append(value)
-    output.args = ((*output.args[0], *new_values),)
+    results = output.args[0]
+    # A piece of a split graph may return one value, not a tuple.
+    results = tuple(results) if isinstance(results, (tuple, list)) else (results,)
+    output.args = ((*results, *new_values),)
     pure.recompile()
     return pure
 
