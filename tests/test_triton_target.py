@@ -1437,3 +1437,13 @@ def test_channels_last_weights_go_with_their_weights():
     torch.testing.assert_close(weights(weight, capturing=False), weight)
     del weight, converted
     assert len(weights.converted) == 0
+
+
+def test_index_arithmetic_in_a_kernel_body():
+    """An arange reshaped computes its values from the loop indices through
+    affine.apply ("affine.apply: no Triton equivalent in tessel yet")."""
+    fn = lambda x: (x.sin(), torch.arange(12.0).reshape(4, 3) * 2 + x)  # noqa: E731
+    x = torch.randn(4, 3)
+    for actual, expected in zip(compile_triton(fn)(x), fn(x)):
+        torch.testing.assert_close(actual, expected)
+    assert_compiled()

@@ -731,6 +731,10 @@ class _Writer:
             else:
                 stepped = f"tl.where(({a} < 0) == ({b} < 0), {q} + 1, {q})"
             return f"tl.where({a} % {b} != 0, {stepped}, {q})"
+        if name == "affine.apply":  # index arithmetic on loop indices (an arange's)
+            affine_map = ir.AffineMapAttr(op.attributes["map"]).value
+            (result,) = affine_map.results
+            return _index_of(result, args[:affine_map.n_dims], args[affine_map.n_dims:])
         if name == "math.fpowi" or name == "math.powf":
             return self.power(op, typed, args)
         raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
@@ -795,16 +799,21 @@ _AFFINE_OPERATORS = ((ir.AffineAddExpr, "+"), (ir.AffineMulExpr, "*"),
                      (ir.AffineFloorDivExpr, "//"), (ir.AffineModExpr, "%"))
 
 
-def _index_of(expr, indices: list[str]) -> str:
-    """An indexing map result as a Python expression over the loop indices (strided and
-    shifted reads, such as a convolution's im2col gather, are sums and products)."""
+def _index_of(expr, indices: list[str], symbols: list[str] = ()) -> str:
+    """An affine expression as a Python expression over the loop indices (strided and
+    shifted reads, such as a convolution's im2col gather, are sums and products) and
+    its symbols' values. Indices are never negative, where Triton's // and % (which
+    truncate) agree with affine floordiv and mod."""
     if isinstance(expr, ir.AffineDimExpr):
         return indices[expr.position]
+    if isinstance(expr, ir.AffineSymbolExpr):
+        return symbols[expr.position]
     if isinstance(expr, ir.AffineConstantExpr):
         return str(expr.value)
     for kind, operator in _AFFINE_OPERATORS:
         if isinstance(expr, kind):
-            return f"({_index_of(expr.lhs, indices)} {operator} {_index_of(expr.rhs, indices)})"
+            return (f"({_index_of(expr.lhs, indices, symbols)} {operator} "
+                    f"{_index_of(expr.rhs, indices, symbols)})")
     raise UnsupportedKernel("linalg.generic", f"an indexing expression {expr}")
 
 
