@@ -94,11 +94,16 @@ def indexing_maps(op) -> list:
     return [AffineMapAttr(m).value for m in ArrayAttr(op.attributes["indexing_maps"])]
 
 
+def dim_positions(affine_map) -> list:
+    """The loop dim each result of the map reads, None for a result that is not a
+    plain dim (a constant, a sum)."""
+    return [e.position if isinstance(e, AffineDimExpr) else None for e in affine_map.results]
+
+
 def is_identity_map(affine_map, skipped: frozenset[int] = frozenset()) -> bool:
     """The map reads every loop dim but the `skipped` ones, in order."""
-    kept = [d for d in range(affine_map.n_dims) if d not in skipped]
-    return [e.position if isinstance(e, AffineDimExpr) else None
-            for e in affine_map.results] == kept
+    return dim_positions(affine_map) == [d for d in range(affine_map.n_dims)
+                                         if d not in skipped]
 
 
 def combining_op(reduction):

@@ -458,7 +458,8 @@ def _ops_of(gm: torch.fx.GraphModule, names: frozenset[str]) -> str:
 
 def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str,
            failing: frozenset[str], reasons: list[str], depth: int):
-    """`gm` with every piece around its native calls and the `failing` nodes compiled, or None if no piece is left to compile (or the split went MAX_ROUNDS deep).
+    """`gm` with every piece around its native calls and the `failing` nodes compiled,
+    or None if no piece is left to compile (or the split went MAX_ROUNDS deep).
 
     An inference graph is replayed whole as the mode says (on the Triton target,
     reduce-overhead captures it in one CUDA graph), its pieces without replays of their
@@ -489,8 +490,8 @@ def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str
 
 
 def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
-                  failing: frozenset[str], reasons: list[str],
-                  depth: int) -> tuple[torch.fx.GraphModule, dict[str, torch.fx.GraphModule]] | None:
+                  failing: frozenset[str], reasons: list[str], depth: int
+                  ) -> tuple[torch.fx.GraphModule, dict[str, torch.fx.GraphModule]] | None:
     """`_split`'s pieces, compiled as `options` say, in a graph module that calls them;
     with the pieces' own graph modules, by name."""
     def eager(node: torch.fx.Node) -> bool:

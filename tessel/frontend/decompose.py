@@ -25,9 +25,6 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from tessel.errors import TesselError
 from tessel.frontend.decompositions import decomposition_table
 
-_PASS_NAME = "tessel-decompose"
-
-
 class DecompositionFailed(TesselError):
     """Tracing node `node` through the table failed."""
 
@@ -102,4 +99,4 @@ def _interpreted_nodes(source) -> set[str]:
     (NodeSource records, newest first)."""
     if source.pass_name.startswith("Interpreter_"):
         return {source.name}
-    return set().union(*(_interpreted_nodes(s) for s in source.from_node)) if source.from_node else set()
+    return set().union(*(_interpreted_nodes(s) for s in source.from_node or ()))

@@ -144,8 +144,9 @@ def before_autograd_table() -> dict:
     decomposition saves another tensor for the backward than the kernel does
     (`flash_attention_for_cpu_backward`), so both graphs must see it."""
     table = decomposition_table()
-    return {op: table[op] for op in (aten._scaled_dot_product_flash_attention_for_cpu.default,
-                                     aten._scaled_dot_product_flash_attention_for_cpu_backward.default)}
+    pair = (aten._scaled_dot_product_flash_attention_for_cpu.default,
+            aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
+    return {op: table[op] for op in pair}
 
 
 @functools.cache

@@ -61,19 +61,15 @@ def _node(op: ir.Operation, op_id: int) -> _Node:
     return _Node(op, op_id, maps, parallel, is_contraction(op))
 
 
-def _dim_positions(affine_map) -> list[int | None]:
-    return [e.position if isinstance(e, ir.AffineDimExpr) else None for e in affine_map.results]
-
-
 def _tiled_producer_dim(consumer: _Node, consumer_dim: int, operand_index: int,
                         producer: _Node) -> int | None:
     """The producer loop dim that follows the consumer's tiled dim, or None if the slice
     the consumer reads does not shrink with the tile (fusing would recompute it)."""
-    operand_dims = _dim_positions(consumer.maps[operand_index])
+    operand_dims = ir.dim_positions(consumer.maps[operand_index])
     if consumer_dim not in operand_dims:
         return None
     tensor_dim = operand_dims.index(consumer_dim)
-    producer_dims = _dim_positions(producer.maps[-1])
+    producer_dims = ir.dim_positions(producer.maps[-1])
     producer_dim = producer_dims[tensor_dim] if tensor_dim < len(producer_dims) else None
     if producer_dim is None or not producer.parallel[producer_dim]:
         return None
@@ -290,7 +286,7 @@ def _row_dims(group: FusionGroup, nodes) -> list[int]:
     for index, operand in enumerate(inputs):
         producer = ir.operation_of(operand.owner)
         if producer in members and not all(nodes[producer].parallel):
-            positions = _dim_positions(root.maps[index])
+            positions = ir.dim_positions(root.maps[index])
             dims = [d for d in dims if d in positions]
             read_a_reduction = True
     return dims if read_a_reduction else parallel[:-1]

@@ -384,8 +384,7 @@ class _Writer:
         (torch-mlir's depthwise convolution loops over N, H, W, C and writes NCHW), and
         `walk_dims` records that order. The loop dims the result does not have (a
         window's) are 0."""
-        positions = [e.position if isinstance(e, ir.AffineDimExpr) else None
-                     for e in output_map.results]
+        positions = ir.dim_positions(output_map)
         if None in positions:
             raise UnsupportedKernel("linalg.generic", f"an output map {output_map}")
         tensor_indices, kind = self.local_indices([domain[p] for p in positions])
@@ -449,9 +448,8 @@ class _Writer:
         a [6] arange as (d0, d1) -> (d1) of its [1, 6] tile."""
         row_dims = self.walk_dims if self.walk_dims is not None else [
             d for d, index in enumerate(indices) if index != "0" and d not in window]
-        wide = [e for e, size in zip(affine_map.results, self.shape(value)) if size != 1]
-        return [e.position if isinstance(e, ir.AffineDimExpr) else None
-                for e in wide] == row_dims
+        return [position for position, size in zip(ir.dim_positions(affine_map),
+                                                   self.shape(value)) if size != 1] == row_dims
 
     # ----------------------------------------------------------------- ops
 
@@ -778,9 +776,7 @@ def _output_positions(generic: ir.Operation) -> list[int] | None:
     """The loop dim of each result dim of `generic`'s first output, or None where its
     output map is not a projected permutation."""
     maps = ir.indexing_maps(generic)
-    output_map = maps[len(generic.operands) - len(generic.results)]
-    positions = [e.position if isinstance(e, ir.AffineDimExpr) else None
-                 for e in output_map.results]
+    positions = ir.dim_positions(maps[len(generic.operands) - len(generic.results)])
     return None if None in positions else positions
 
 

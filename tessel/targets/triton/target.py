@@ -74,8 +74,8 @@ def _building_kernels(host: Callable, stages: Stages, compile_first: bool,
     each launch's configuration is first chosen by timing, or read from an earlier
     tuning, from its kernel kind's space (autotune.py). `loaded` runs after the first
     call, when every kernel it launched is loaded. `function_nodes`: the FX nodes each
-    kernel function computes, which a build failure names. Within a dry run of a split graph
-    that `host` is a piece of, it records its launches there and compiles nothing."""
+    kernel function computes, which a build failure names. Within a dry run of a split
+    graph that `host` is a piece of, it records its launches there and compiles nothing."""
     where = f" (kernels in {stages.dump.path})" if stages.dump.path else ""
     compiled = called = False
 
