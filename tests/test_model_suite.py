@@ -42,6 +42,16 @@ def test_tiny_model_on_the_triton_target_in_the_interpreter(monkeypatch, tmp_pat
     print("fallback reasons on the Triton target:", row["fallback_reasons"])
 
 
+def test_deberta_compiles_whole_on_the_triton_target(monkeypatch, tmp_path):
+    """DeBERTa's attention: a mask over [1, S, S] that a kernel over [H, S, S] reads,
+    and log-bucketed relative positions (log1p)."""
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    row = run_row("hf_deberta_v2", "mlir", tiny=True, options={"target": "triton"},
+                  warmup=1, repeats=0)
+    assert row["status"] == "pass", row
+    assert row["graphs_compiled"] >= 1 and not row["fallback_reasons"], row
+
+
 def test_generate_with_a_compiled_forward_picks_eagers_tokens():
     row = run_row("hf_llama", "mlir", kind="generate", tiny=True, warmup=1, repeats=0)
     assert row["status"] == "pass", row

@@ -1447,3 +1447,76 @@ def test_index_arithmetic_in_a_kernel_body():
     for actual, expected in zip(compile_triton(fn)(x), fn(x)):
         torch.testing.assert_close(actual, expected)
     assert_compiled()
+
+
+def test_log1p_and_expm1_keep_the_low_bits_of_small_arguments():
+    x = torch.tensor([0.0, 1e-10, -1e-7, 1e-3, 0.5, -0.5, -1.0, 3.0, 88.0, float("inf"),
+                      float("nan"), -2.0, 1e30])
+    for fn in (torch.log1p, torch.expm1):
+        torch._dynamo.reset()
+        torch.testing.assert_close(compile_triton(fn)(x), fn(x), equal_nan=True)
+        assert_compiled()
+
+
+class _Pooler(torch.nn.Module):
+    """A layer norm over channels, then the mean over tokens (ViT's and BEiT's pooling)
+    or the pooling of the tokens transposed (Swin's), then a layer norm again."""
+
+    def __init__(self, transposed):
+        super().__init__()
+        self.norm, self.head_norm = torch.nn.LayerNorm(32), torch.nn.LayerNorm(32)
+        self.transposed = transposed
+
+    def forward(self, x):
+        x = self.norm(x)
+        if self.transposed:
+            x = F.adaptive_avg_pool1d(x.transpose(1, 2), 1).flatten(1)
+        else:
+            x = x.mean(1)
+        return self.head_norm(x)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_mean_over_tokens_of_a_layer_norm_compiles_whole(transposed):
+    model, x = _Pooler(transposed).eval(), torch.randn(2, 96, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model)(x), model(x))
+    assert_compiled()
+
+
+
+class _PatchesThenHeads(torch.nn.Module):
+    """A convolution's patches, then a 4-D tensor that is no image (attention's heads)."""
+
+    def __init__(self):
+        super().__init__()
+        self.patches = torch.nn.Conv2d(3, 16, 4, stride=4)
+        self.query = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        tokens = self.query(self.patches(x).flatten(2).transpose(1, 2))      # [2, 16, 16]
+        heads = tokens.reshape(2, 16, 2, 8).transpose(1, 2).sigmoid()       # [2, 2, 16, 8]
+        return heads.reshape(2, 2, 128) + 1
+
+
+class _Convolutions1d(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = torch.nn.Conv1d(8, 16, 3, padding=1), torch.nn.Conv1d(16, 8, 3)
+
+    def forward(self, x):
+        return self.second(F.gelu(self.first(x)))
+
+
+def test_only_images_are_channels_last(tmp_path):
+    """A convolution's image and result and what kernels compute from them point for
+    point are channels-last, with kernels walking them channels fastest; a 4-D tensor
+    that is no image stays row-major, so that reshaping it is a view."""
+    _, host = checked_against_eager(_PatchesThenHeads().eval(), torch.randn(2, 3, 16, 16),
+                                    tmp_path / "images")
+    assert "(2, 16, 4, 4,), (256, 1, 64, 16,)" in host       # the bias: NHWC
+    assert "(2, 2, 16, 8,), (256, 128, 8, 1,)" in host       # the heads: row-major
+    kernels, host = checked_against_eager(_Convolutions1d().eval(), torch.randn(2, 8, 32),
+                                          tmp_path / "sequences")
+    assert "(2, 16, 32,), (512, 1, 16,)" in host             # gelu(conv1d): NLC
+    assert "(r % 16) * in0_stride1" in kernels               # channels fastest

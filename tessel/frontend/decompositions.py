@@ -15,6 +15,7 @@ import math
 import torch
 import torch._inductor.inductor_prims  # noqa: F401 -- registers prims.fma (Adam's update)
 from torch._decomp import _core_aten_decompositions_post_autograd, get_decompositions
+from torch._prims_common import make_contiguous_strides_for
 from torch_mlir.extras import fx_decomp_util
 
 from tessel.frontend.half_precision import half_precision_decompositions
@@ -66,6 +67,35 @@ def var_mean_correction(x, dim=None, *, correction=None, keepdim=False):
     centered = x - mean
     var = torch.sum(centered * centered, dims, keepdim=keepdim) / max(count - correction, 0)
     return var, mean if keepdim else mean.squeeze(dims)
+
+
+def as_strided_as_view(x, size, stride, storage_offset=None):
+    """as_strided that reads a contiguous tensor in its own order (a squeeze or an
+    unsqueeze that a model spells as as_strided: Swin's and ConvNeXt's poolers) as a view.
+
+    torch-mlir lowers as_strided as a gather through a constant index tensor, which a
+    kernel then reads from memory (the Triton target refuses such constants); a view is
+    only metadata.
+    """
+    offset = x.storage_offset() if storage_offset is None else storage_offset
+    contiguous = make_contiguous_strides_for(size)
+    if not x.is_contiguous() or offset != x.storage_offset() or math.prod(size) != x.numel() \
+            or any(a != b for a, b, n in zip(stride, contiguous, size) if n != 1):
+        return NotImplemented
+    return aten.view.default(x, size)
+
+
+def convolution_1d_as_2d(x, weight, bias, stride, padding, dilation, transposed,
+                         output_padding, groups):
+    """A 1-D convolution as a 2-D one over a unit height (Whisper's and wav2vec's
+    front ends): torch-mlir lowers it to the 2-D convolution the targets hand to
+    cuDNN / their gemm path, where a 1-D one became a loop kernel (11 ms a call for
+    Whisper's on an H100, against cuDNN's 0.04)."""
+    if x.dim() != 3:
+        return NotImplemented
+    return aten.convolution.default(
+        x.unsqueeze(2), weight.unsqueeze(2), bias, [1, *stride], [0, *padding],
+        [1, *dilation], transposed, [0, *output_padding], groups).squeeze(2)
 
 
 def device_put_on_its_device(x, device, non_blocking=False):
@@ -158,6 +188,8 @@ def decomposition_table() -> dict:
     table[torch.ops.prims.fma.default] = fma
     table[torch.ops.prims.device_put.default] = device_put_on_its_device
     table[aten.var_mean.correction] = var_mean_correction
+    table[aten.as_strided.default] = as_strided_as_view
+    table[aten.convolution.default] = convolution_1d_as_2d
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)
     table.update(half_precision_decompositions(table))

@@ -176,11 +176,21 @@ class FuseTilesPass(ModulePass):
             assigned[op] = group
             groups.append(group)
             if tiled is not None:
-                _grow(group, nodes, users, assigned, gpu_rows=tile_leading_dims)
+                _grow(group, nodes, users, assigned, [tiled], gpu_rows=tile_leading_dims)
                 if group.has_contraction:
                     group.tile_size = _gemm_rows_per_tile(root.op, tiled, cores)
                 elif tile_leading_dims and group.has_reduction:
-                    group.row_dims = [d for d in _row_dims(group, nodes) if d != tiled]
+                    # Grown again for the tiling by rows: producers follow every dim
+                    # tiled (else each tile would recompute what a producer computes
+                    # for them all: a layer norm over channels, for a mean over tokens
+                    # tiled per channel), and keep no reduction of windows per tile.
+                    row_dims = [d for d in _row_dims(group, nodes) if d != tiled]
+                    for producer in group.producers:
+                        assigned.pop(producer.op, None)
+                    group.producers = []
+                    _grow(group, nodes, users, assigned, [tiled, *row_dims], gpu_rows=True,
+                          rows_tiled=True)
+                    group.row_dims = [d for d in _row_dims(group, nodes) if d in row_dims]
                     group.rows = True
         return groups
 
@@ -190,19 +200,23 @@ class FuseTilesPass(ModulePass):
             del op.attributes[OP_ID]
 
 
-def _grow(group: FusionGroup, nodes, users, assigned, gpu_rows: bool) -> None:
+def _grow(group: FusionGroup, nodes, users, assigned, root_dims: list[int],
+          gpu_rows: bool, rows_tiled: bool = False) -> None:
     """Add producers to `group` until none qualifies (a fixed point: a producer may
-    qualify only once all its users have joined). For `gpu_rows` (a GPU row kernel),
+    qualify only once all its users have joined); each must follow every one of the
+    root's `root_dims` (the tiled dim, and once `rows_tiled`, the dims a GPU row kernel
+    tiles by 1, where no producer may reduce a wide window per tile). For
+    `gpu_rows` (a GPU row kernel),
     pooling windows stay out: a group tiled by rows would run one GPU program per
     output point (densenet's average pooling took 316 us a call that way on an H100);
     on their own they become pointwise kernels with the window unrolled. So do
     producers their consumer reads transposed: a row kernel walks every op's row in one
     order."""
-    tiled_dims = {group.root.op: group.tiled_dim}
+    tiled_dims = {group.root.op: root_dims}
     changed = True
     while changed:
         changed = False
-        for consumer_op, consumer_dim in list(tiled_dims.items()):
+        for consumer_op, consumer_dims in list(tiled_dims.items()):
             consumer = nodes[consumer_op]
             operands = list(consumer_op.operands)
             if consumer is group.root:
@@ -222,10 +236,13 @@ def _grow(group: FusionGroup, nodes, users, assigned, gpu_rows: bool) -> None:
                 is_fill = all(not isinstance(v.type, ir.ShapedType) for v in inputs)
                 if not (is_fill or users[producer_op] <= set(tiled_dims)):
                     continue
-                producer_dim = _tiled_producer_dim(consumer, consumer_dim, index, producer)
-                if producer_dim is None or (producer.contraction and producer_dim != 0):
+                producer_dims = [_tiled_producer_dim(consumer, d, index, producer)
+                                 for d in consumer_dims]
+                if None in producer_dims or (producer.contraction and producer_dims[0] != 0):
                     continue  # a gemm is split by rows (or batch) only: whole-row blocks
-                tiled_dims[producer_op] = producer_dim
+                if rows_tiled and _wide_window_per_tile(producer, producer_dims):
+                    continue
+                tiled_dims[producer_op] = producer_dims
                 group.producers.append(producer)
                 if not is_fill:
                     assigned[producer_op] = group
@@ -252,6 +269,19 @@ def _is_pooling_window(node: _Node) -> bool:
         return False
     sizes = [loop_ranges(node.op)[d] for d in window]
     return None not in sizes and math.prod(sizes) <= MAX_POOLING_WINDOW
+
+
+def _wide_window_per_tile(node: _Node, tiled_dims: list[int]) -> bool:
+    """Whether `node`, tiled by 1 along `tiled_dims`, reduces a window of more than
+    MAX_POOLING_WINDOW points for each of several output points of its tile (a mean
+    over tokens, per channel, inside a program per image): a row kernel computes one
+    row per program; that reduction is a row kernel of its own (a program per channel)."""
+    ranges = loop_ranges(node.op)
+    reduced = [d for d, parallel in enumerate(node.parallel) if not parallel]
+    kept = [ranges[d] for d, parallel in enumerate(node.parallel)
+            if parallel and d not in tiled_dims]
+    window = math.prod(ranges[d] or MAX_POOLING_WINDOW + 1 for d in reduced)
+    return bool(reduced) and any(size != 1 for size in kept) and window > MAX_POOLING_WINDOW
 
 
 def _slides_a_window(node: _Node) -> bool:

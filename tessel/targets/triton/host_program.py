@@ -182,8 +182,9 @@ def _affine_python(expr, operands: list[str], n_dims: int) -> str:
 
 
 def _strides(shape: list[int], channels_last: bool) -> list[int]:
-    """Contiguous strides of `shape`, or channels-last (NHWC order) ones for an NCHW shape."""
-    order = [0, 2, 3, 1] if channels_last else list(range(len(shape)))
+    """Contiguous strides of `shape`, or channels-last ones (dim 1 innermost: NHWC for
+    NCHW, NLC for NCL)."""
+    order = [0, *range(2, len(shape)), 1] if channels_last else list(range(len(shape)))
     strides = [0] * len(shape)
     step = 1
     for dim in reversed(order):
@@ -286,7 +287,7 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
 
 class _HostWriter:
     def __init__(self, main, kernels: dict[str, KernelSource],
-                 signature: GraphSignature, channels_last: bool, narrowed: frozenset):
+                 signature: GraphSignature, channels_last: frozenset, narrowed: frozenset):
         self.kernels = kernels
         self.channels_last = channels_last
         self.narrowed = narrowed
@@ -414,13 +415,14 @@ class _HostWriter:
     def size(self, extent: sizes.Extent) -> int | str:
         return extent if isinstance(extent, int) else sizes.host_expression(extent, self.name_of)
 
-    def empty(self, shape: list[int | str], element: str) -> str:
-        """A new buffer, channels-last where the network keeps 4-D tensors so.
-        empty_strided: measured 4.3 us a call on an H100 host, against 6.5 for empty
-        with a memory format."""
-        channels_last = self.channels_last and len(shape) == 4
+    def empty(self, value: ir.Value, shape: list[int | str], element: str) -> str:
+        """A new buffer for `value`, channels-last where the network keeps it so
+        (layouts.py). empty_strided: measured 4.3 us a call on an H100 host, against
+        6.5 for empty with a memory format."""
+        channels_last = value in self.channels_last
         if not all(isinstance(size, int) for size in shape):
-            layout = ", memory_format=torch.channels_last" if channels_last else ""
+            layout = ", memory_format=torch.channels_last" if channels_last and \
+                len(shape) == 4 else ""
             return (f"torch.empty({_shape_text(shape)}, dtype={TORCH_DTYPES[element]}, "
                     f"device=device{layout})")
         strides = _strides(shape, channels_last)
@@ -471,7 +473,7 @@ class _HostWriter:
         outputs = []
         for result, buffer in zip(op.results, kernel.results):
             shape = [self.size(extent) for extent in buffer.shape]
-            outputs.append(self.assign(result, self.empty(shape, buffer.element)))
+            outputs.append(self.assign(result, self.empty(result, shape, buffer.element)))
         strides = [f"*{name}.stride()" for name, value in zip(inputs, kernel.inputs)
                    if value.type.rank]
         strides += [f"*{name}.stride()" for name, buffer in zip(outputs, kernel.results)
@@ -607,7 +609,7 @@ class _HostWriter:
         if position == 0:
             buffer = self.fresh()
             self.lines.append(f"{buffer} = "
-                              f"{self.empty(list(results[-1].type.shape), element_name(result))}")
+                              f"{self.empty(results[-1], list(results[-1].type.shape), element_name(result))}")
             self.chain_buffers[results[0]] = buffer
         buffer = self.chain_buffers[results[0]]
         pieces = list(op.operands)
@@ -749,11 +751,12 @@ def _freeing_buffers(body: list[str]) -> list[str]:
 
 
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
-             signature: GraphSignature, graph_name: str, channels_last: bool = False,
-             narrowed: frozenset = frozenset()) -> str:
+             signature: GraphSignature, graph_name: str,
+             channels_last: frozenset = frozenset(), narrowed: frozenset = frozenset()) -> str:
     """The host program of one graph: defines host(*graph_inputs) -> tuple of outputs.
-    With `channels_last`, 4-D buffers and convolution weights are channels-last (cuDNN's
-    tensor-core kernels take NHWC), and outputs are returned contiguous."""
+    The `channels_last` values (layouts.py) are allocated so, convolution weights are
+    channels-last (cuDNN's tensor-core kernels take NHWC), and where there are any,
+    outputs are returned contiguous."""
     main = ir.function_named(module, "main")
     writer = _HostWriter(main, kernels, signature, channels_last, narrowed)
     tensors = [arg for arg in signature.inputs if isinstance(arg, TensorInput)]

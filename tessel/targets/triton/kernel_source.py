@@ -17,9 +17,14 @@ choose-gpu-blocks):
   and applies the epilogue in registers (_gemm_template).
 
 Inside a kernel every value is a row (a [BLOCK] vector over the flattened iteration
-space `r`) or a per-program scalar. Anything else (a row read through a different
-map, partial reductions of a row) raises UnsupportedKernel, naming the op; the graph
-then runs eagerly around it.
+space `r`) or a per-program scalar. An element-wise generic is computed at the kernel's
+points where its iteration space is the row's; where it is not (a mask over [1, S, S]
+that a kernel over [H, S, S] broadcasts), or where a reader reads its result through a
+map that moves it off the lanes that hold it, it is computed again at the reader's
+points: its loop indices are the reader's, taken through the two indexing maps
+(`_Writer.recompute`). What is left (a reduction's result read off its lanes, partial
+reductions of a row) raises UnsupportedKernel, naming the op; the graph then runs
+eagerly around it.
 
 Dynamic sizes are int parameters (`size0`, ...) that the host passes: each is a root
 of sizes.py, so the host computes it from the graph's inputs. Index arithmetic, masks,
@@ -38,7 +43,7 @@ from tessel.passes.choose_gpu_blocks import template_programs
 from tessel.passes.form_kernels import kernel_body, kernel_name, sole_generic
 from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
-from tessel.targets.triton import online_softmax, sizes
+from tessel.targets.triton import layouts, online_softmax, sizes
 
 # Result dtypes as torch spells them, for the host program.
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
@@ -266,7 +271,7 @@ class _Writer:
     inputs: list = field(default_factory=list)          # main-level tensors read
     results: list = field(default_factory=list)         # KernelResult per output buffer
     row_shape: list | None = None                       # the iteration space `r` covers
-    channels_last: bool = False                         # flat 4-D spaces in NHWC order
+    channels_last: bool = False                         # flat images walked NHWC (NLC)
     narrowed: frozenset = frozenset()                   # inputs held narrower than typed
     indent: str = ""                                    # inside a looped row's chunk loop
     # A looped pass: the reductions it accumulates (two for an online softmax), each
@@ -283,6 +288,13 @@ class _Writer:
     # The loop dims of the generic being written that `r` walks, in its order (its
     # result's dims), where they differ from the loop order; None: in loop order.
     walk_dims: list | None = None
+    # Each result of an element-wise generic of the kernel -> that generic, which a
+    # reader computes again at its own points (recompute); what it computed, per
+    # (result, loop indices), in the scope of the current chunk loop.
+    producers: dict = field(default_factory=dict)
+    recomputed: dict = field(default_factory=dict)
+    recomputing: int = 0
+    points: dict = field(default_factory=dict)          # row register -> its tensor indices
     constants: tuple = ("BLOCK",)
     counter: int = 0
 
@@ -355,26 +367,44 @@ class _Writer:
         wide = [size for size in domain if size != 1]
         if not wide:
             return ["0"] * len(domain), "scalar"
-        if len(wide) != len(self.row_shape) or \
-                not all(map(self.same_extent, wide, self.row_shape)):
+        if not self.spans_row(domain):
             raise UnsupportedKernel("linalg.generic", f"iteration space {domain} differs "
                                     f"from the kernel's {self.row_shape}")
-        # The order `r` walks the row's dims in is decided on the row (its dims of size
-        # > 1), so that every generic of a kernel, whatever its rank, maps `r` to the
-        # same point.
-        dims = [d for d, size in enumerate(domain) if size != 1]
-        fastest_first = list(reversed(range(len(dims))))
-        if self.channels_last and len(dims) == 4:
-            # NCHW walked as NHWC: consecutive lanes step through channels, the order of
-            # channels-last buffers in memory (coalesced loads and stores).
-            fastest_first = [1, 3, 2, 0]
+        # `r` walks the dims of size > 1 (every generic of the kernel whose iteration
+        # space is the row's maps `r` to the same point), the last fastest.
+        fastest_first = [d for d in reversed(range(len(domain))) if domain[d] != 1]
+        if self.channels_last and len(domain) in layouts.RANKS:
+            # NCHW walked as NHWC (NCL as NLC): consecutive lanes step through channels,
+            # the order of channels-last buffers in memory (coalesced loads and stores).
+            fastest_first = [d for d in (1, *range(len(domain) - 1, 1, -1), 0)
+                             if domain[d] != 1]
         indices, inner = ["0"] * len(domain), 1
-        for position in fastest_first:
-            size = domain[dims[position]]
-            indices[dims[position]] = (f"((r // ({inner})) % {size})" if inner != 1
-                                       else f"(r % {size})")
-            inner = _times(inner, size)
+        for dim in fastest_first:
+            indices[dim] = (f"((r // ({inner})) % {domain[dim]})" if inner != 1
+                            else f"(r % {domain[dim]})")
+            inner = _times(inner, domain[dim])
         return indices, "row"
+
+    def walk_alone(self, extent: list[int | str]) -> tuple[list[str], str]:
+        """Indices that walk a tensor of `extent`, off the row, with the row's first
+        lanes, in row-major order, and the mask of those lanes."""
+        points = _points(extent)
+        if not isinstance(points, int) or points > self.block or self.indent:
+            raise UnsupportedKernel("linalg.generic", f"a result of {extent} points beside "
+                                    f"the kernel's row of {self.row_shape}")
+        indices, inner = ["0"] * len(extent), 1
+        for dim in reversed(range(len(extent))):
+            if extent[dim] != 1:
+                indices[dim] = f"((r // {inner}) % {extent[dim]})" if inner != 1 \
+                    else f"(r % {extent[dim]})"
+                inner *= extent[dim]
+        return indices, f"(r < {points})"
+
+    def spans_row(self, domain: list[int | str]) -> bool:
+        """Whether a domain's dims of size > 1 are the row's (or it has none)."""
+        wide = [size for size in domain if size != 1]
+        return not wide or (len(wide) == len(self.row_shape) and
+                            all(map(self.same_extent, wide, self.row_shape)))
 
     def result_indices(self, domain: list[int | str], output_map: ir.AffineMap
                        ) -> tuple[list[str], str]:
@@ -414,11 +444,16 @@ class _Writer:
             return self.running[value][0], "row"  # a max per lane, in its chunk loop
         if value in self.registers:
             expression, value_kind = self.registers[value]
-            if value_kind == "scalar" or \
-                    (kind == "row" and self.in_row_order(value, affine_map, indices, window)):
+            point = [_index_of(expr, indices) for expr in affine_map.results]
+            if value_kind == "scalar" or self.points.get(value) == point or \
+                    (kind == "row" and not self.recomputing and
+                     self.in_row_order(value, affine_map, indices, window)):
                 return expression, value_kind
-            raise UnsupportedKernel("linalg.generic", "a row value read through a map "
-                                    f"other than the identity ({affine_map})")
+            if value not in self.producers:
+                raise UnsupportedKernel("linalg.generic", "a row value read through a map "
+                                        f"other than the identity ({affine_map})")
+        if value in self.producers:
+            return self.recompute(value, affine_map, indices, kind)
         if not isinstance(value.type, ir.ShapedType):
             raise UnsupportedKernel("linalg.generic", f"a scalar argument of type {value.type}")
         tile = self.slices.get(value) or _Slice(value, ["0"] * len(affine_map.results))
@@ -431,7 +466,7 @@ class _Writer:
         pointer = self.input_pointer(tile.base)
         strides = [f"{pointer}_stride{d}" for d in range(len(exprs))]
         address = self.address(strides, tile.offsets, exprs)
-        kind = "row" if any(e != "0" for e in exprs) else "scalar"
+        kind = "row" if not all(map(_is_position, exprs)) else "scalar"
         load = self.held(f"tl.load({pointer} + {address}"
                          + (", mask=mask)" if kind == "row" else ")"), tile.base)
         if load not in self.loads:  # one load per address, however many generics read it
@@ -463,66 +498,24 @@ class _Writer:
             self.window_reduction(op, domain, window)
             return
         maps = ir.indexing_maps(op)
-        block = op.regions[0].blocks[0]
         n_inputs = len(op.operands) - len(op.results)
-        reductions = _reduction_dims(op)
         self.walk_dims = None
-        if reductions or self.tile_indices is not None:
-            indices, kind = self.local_indices(domain)
+        if _reduction_dims(op):
+            self.reduce_row(op, *self.local_indices(domain))
+            return
+        if self.tile_indices is not None:
+            indices, kind = self.tile_indices, "row"
         else:
             # The row walks the result: loops that permute its dims read through them.
             if any(m != maps[n_inputs] for m in maps[n_inputs + 1:]):
                 raise UnsupportedKernel("linalg.generic", "results written through different maps")
+            self.producers.update((result, op) for result in op.results)
+            positions = ir.dim_positions(maps[n_inputs])
+            if None not in positions and not self.spans_row([domain[p] for p in positions]):
+                return  # computed at its readers' points (recompute)
             indices, kind = self.result_indices(domain, maps[n_inputs])
-        body_ops = [o.operation for o in block.operations]
-        yielded = body_ops[-1].operands
-        used = {v for body_op in body_ops for v in body_op.operands}
-        names: dict = {_LOOP_INDICES: (indices, kind)}
-        for argument, operand, affine_map in zip(block.arguments, op.operands[:n_inputs], maps):
-            if argument in used:  # a pooling window, say, only gives the loop its range
-                names[argument] = self.read(operand, affine_map, indices, kind)
-        if reductions:
-            if len(op.results) != 1:
-                raise UnsupportedKernel("linalg.generic", "a reduction with several results")
-            if kind != "row":
-                raise UnsupportedKernel("linalg.generic", "a reduction of part of a row")
-            out_argument = block.arguments[n_inputs]
-            combiner = ir.combining_op(op)
-            if combiner is None or combiner.name not in _COMBINERS:
-                raise UnsupportedKernel("linalg.generic", "a reduction whose combiner is "
-                                        f"{combiner.name if combiner else 'a block argument'}")
-            others = [v for v in combiner.operands if v != out_argument]
-            if len(others) != 1 or combiner != body_ops[-2]:
-                raise UnsupportedKernel(combiner.name, "the reduction's init is not one operand")
-            for body_op in body_ops[:-2]:
-                self.body_op(body_op, names)
-            if any(out_argument == v for body_op in body_ops[:-2] for v in body_op.operands):
-                raise UnsupportedKernel("linalg.generic", "the reduction reads its init twice")
-            reduce_call, identity, merge = _COMBINERS[combiner.name]
-            element = element_name(op.results[0])
-            if element == "i1" and identity == "-1":
-                identity = "1"
-            masked = self.fresh()
-            prologue = _as_expression(self.value(others[0], names))
-            accumulated = _HELD_DTYPES[_accumulator_element(op)]
-            if accumulated != _HELD_DTYPES[element]:
-                prologue = f"{prologue}.to({accumulated})"
-            self.emit(f"{masked} = tl.where(mask, {prologue}, "
-                      f"tl.full([BLOCK], {identity}, {accumulated}))")
-            if op in self.accumulating:
-                # A looped row: combine chunk by chunk; _looped_pass reduces after the loop.
-                self.accumulate(op, masked, merge, f"tl.full([BLOCK], {identity}, {accumulated})")
-                return
-            self.finish_reduction(op, masked)
-            return
-        for index, argument in enumerate(block.arguments[n_inputs:]):
-            if argument in used:
-                names[argument] = self.read(op.operands[n_inputs + index],
-                                            maps[n_inputs + index], indices, kind)
-        for body_op in body_ops[:-1]:
-            self.body_op(body_op, names)
-        for result, value in zip(op.results, yielded):
-            expression, value_kind = self.value(value, names)
+        for result, (expression, value_kind) in zip(op.results,
+                                                    self.evaluate(op, indices, kind)):
             if value_kind.startswith("literal"):
                 # A fill: readers take the constant itself, through any map, and type it
                 # where Triton needs a value (a register holds only Triton values).
@@ -534,6 +527,92 @@ class _Writer:
                           f"{_HELD_DTYPES[element_name(result)]})")
                 expression = widened
             self.registers[result] = (expression, kind)
+            self.points[result] = [_index_of(e, indices) for e in maps[n_inputs].results]
+
+    def reduce_row(self, op: ir.Operation, indices: list[str], kind: str) -> None:
+        """A reduction of the whole row (or of the chunk a looped row holds) to one
+        value: its prologue per lane, then the combiner across the lanes."""
+        maps = ir.indexing_maps(op)
+        block = op.regions[0].blocks[0]
+        n_inputs = len(op.operands) - len(op.results)
+        body_ops = [o.operation for o in block.operations]
+        used = {v for body_op in body_ops for v in body_op.operands}
+        names: dict = {_LOOP_INDICES: (indices, kind)}
+        for argument, operand, affine_map in zip(block.arguments, op.operands[:n_inputs], maps):
+            if argument in used:  # a pooling window, say, only gives the loop its range
+                names[argument] = self.read(operand, affine_map, indices, kind)
+        if len(op.results) != 1:
+            raise UnsupportedKernel("linalg.generic", "a reduction with several results")
+        if kind != "row":
+            raise UnsupportedKernel("linalg.generic", "a reduction of part of a row")
+        out_argument = block.arguments[n_inputs]
+        combiner = ir.combining_op(op)
+        if combiner is None or combiner.name not in _COMBINERS:
+            raise UnsupportedKernel("linalg.generic", "a reduction whose combiner is "
+                                    f"{combiner.name if combiner else 'a block argument'}")
+        others = [v for v in combiner.operands if v != out_argument]
+        if len(others) != 1 or combiner != body_ops[-2]:
+            raise UnsupportedKernel(combiner.name, "the reduction's init is not one operand")
+        for body_op in body_ops[:-2]:
+            self.body_op(body_op, names)
+        if any(out_argument == v for body_op in body_ops[:-2] for v in body_op.operands):
+            raise UnsupportedKernel("linalg.generic", "the reduction reads its init twice")
+        reduce_call, identity, merge = _COMBINERS[combiner.name]
+        element = element_name(op.results[0])
+        if element == "i1" and identity == "-1":
+            identity = "1"
+        masked = self.fresh()
+        prologue = _as_expression(self.value(others[0], names))
+        accumulated = _HELD_DTYPES[_accumulator_element(op)]
+        if accumulated != _HELD_DTYPES[element]:
+            prologue = f"{prologue}.to({accumulated})"
+        self.emit(f"{masked} = tl.where(mask, {prologue}, "
+                  f"tl.full([BLOCK], {identity}, {accumulated}))")
+        if op in self.accumulating:
+            # A looped row: combine chunk by chunk; _looped_pass reduces after the loop.
+            self.accumulate(op, masked, merge, f"tl.full([BLOCK], {identity}, {accumulated})")
+            return
+        self.finish_reduction(op, masked)
+
+    def evaluate(self, op: ir.Operation, indices: list[str], kind: str) -> list[tuple[str, str]]:
+        """The (expression, kind) of each result of the element-wise generic `op` at
+        the loop `indices`."""
+        maps = ir.indexing_maps(op)
+        block = op.regions[0].blocks[0]
+        body_ops = [o.operation for o in block.operations]
+        used = {v for body_op in body_ops for v in body_op.operands}
+        names: dict = {_LOOP_INDICES: (indices, kind)}
+        for argument, operand, affine_map in zip(block.arguments, op.operands, maps):
+            if argument in used:
+                names[argument] = self.read(operand, affine_map, indices, kind)
+        for body_op in body_ops[:-1]:
+            self.body_op(body_op, names)
+        return [self.value(value, names) for value in body_ops[-1].operands]
+
+    def recompute(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[str],
+                  kind: str) -> tuple[str, str]:
+        """`value`, a result of the element-wise generic that `producers` holds for it,
+        computed at the point a reader reads it: through `affine_map` at the reader's
+        loop `indices`. The producer's loop indices are that point's coordinates, each
+        at the loop dim the producer's output map writes it from."""
+        producer = self.producers[value]
+        n_inputs = len(producer.operands) - len(producer.results)
+        point = [_index_of(expr, indices) for expr in affine_map.results]
+        loops = ["0"] * len(loop_ranges(producer))
+        for position, index in zip(ir.dim_positions(ir.indexing_maps(producer)[n_inputs]),
+                                   point):
+            loops[position] = index
+        key = (value, tuple(loops))
+        if key not in self.recomputed:
+            at = "row" if kind == "row" and not all(map(_is_position, loops)) else "scalar"
+            self.recomputing += 1
+            try:
+                results = self.evaluate(producer, loops, at)
+            finally:
+                self.recomputing -= 1
+            self.recomputed.update(((result, tuple(loops)), computed)
+                                   for result, computed in zip(producer.results, results))
+        return self.recomputed[key]
 
     def accumulate(self, op: ir.Operation, masked: str, merge: str, initial: str) -> None:
         """Merge a chunk's `masked` values into `op`'s accumulator, lane by lane. A sum
@@ -598,6 +677,7 @@ class _Writer:
                 self.body_op(body_op, names)
             accumulator = self.value(body_ops[-1].operands[0], names)
         self.registers[op.results[0]] = (_as_expression(accumulator), kind)
+        self.points[op.results[0]] = [_index_of(e, indices) for e in maps[n_inputs].results]
 
     def value(self, value: ir.Value, names: dict) -> tuple[str, str]:
         if value in names:
@@ -678,7 +758,7 @@ class _Writer:
         name = op.name
         if name in _BINARY:
             return f"{args[0]} {_BINARY[name]} {args[1]}"
-        if name in _UNARY_CALLS or name == "math.tanh":
+        if name in _UNARY_CALLS or name in ("math.tanh", "math.log1p", "math.expm1"):
             return self.math_call(op, typed[0])
         if name == "arith.negf":
             return f"-{args[0]}"
@@ -745,6 +825,17 @@ class _Writer:
             # 1 - 2 / (exp(2x) + 1): exact limits at +-inf; libdevice.tanh does not run
             # in TRITON_INTERPRET mode, where the tests check these kernels.
             value = f"(1.0 - 2.0 / (tl.exp(2.0 * {x}) + 1.0))"
+        elif op.name == "math.log1p":
+            # Goldberg's log(u) * x / (u - 1), u = 1 + x: exact for small x, where
+            # log(1 + x) loses x's low bits (T5's and DeBERTa's log-bucketed positions).
+            u = f"({x} + 1.0)"
+            value = (f"tl.where({u} == 1.0, {x}, tl.where({x} == float('inf'), {x}, "
+                     f"tl.log({u}) * ({x} / ({u} - 1.0))))")
+        elif op.name == "math.expm1":
+            # Kahan's (u - 1) * x / log(u), u = exp(x), for the same reason.
+            u = f"tl.exp({x})"
+            value = (f"tl.where({u} == 1.0, {x}, tl.where(({u} - 1.0 == -1.0) | ({u} == "
+                     f"float('inf')), {u} - 1.0, ({u} - 1.0) * ({x} / tl.log({u}))))")
         else:
             value = f"{_UNARY_CALLS[op.name]}({x})"
         return value
@@ -813,6 +904,12 @@ def _index_of(expr, indices: list[str], symbols: list[str] = ()) -> str:
     raise UnsupportedKernel("linalg.generic", f"an indexing expression {expr}")
 
 
+def _is_position(index: str) -> bool:
+    """Whether an index expression is a fixed position (a window's), the same on
+    every lane."""
+    return index.isdigit()
+
+
 def _as_expression(operand: tuple[str, str]) -> str:
     """A literal as a typed Triton scalar (tl functions take tensors), else as is."""
     expression, kind = operand
@@ -836,10 +933,10 @@ def _cast_literal(literal: str, element: str) -> str:
 def generate(kernel: ir.Operation, channels_last: bool = False,
              narrowed: frozenset = frozenset()) -> KernelSource:
     """The Triton source of `kernel` (form_kernels.is_kernel, with a `tessel.gpu` decision).
-    With `channels_last`, pointwise kernels walk 4-D tensors in NHWC order (the host
-    keeps a convolution network's activations channels-last). Inputs in `narrowed`
-    are held in a narrower float type than their IR type (host_program.narrowed_values)
-    and are widened as they are loaded."""
+    With `channels_last`, pointwise kernels walk [N, C, H, W] and [N, C, L] spaces in
+    NHWC (NLC) order: the host keeps their results channels-last (layouts.py). Inputs
+    in `narrowed` are held in a narrower float type than their IR type
+    (host_program.narrowed_values) and are widened as they are loaded."""
     decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
     writer = _Writer(kernel_name(kernel), ir.DenseI64ArrayAttr(decision["block"])[0],
                      narrowed=narrowed)
@@ -1120,8 +1217,10 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     tiles = [op for op in ops[:-1] if op.name == "linalg.generic"]
     if not tiles:
         raise UnsupportedKernel("scf.forall", "a row loop without linalg.generic ops")
-    extents = [writer.row_extent(op) for op in tiles]
-    # The widest tile sets the row (a dynamic one is the widest).
+    # The widest reduction of whole rows sets the row, else the widest tile (a dynamic
+    # one is the widest). Wider element-wise tiles (a layer norm over channels that a
+    # mean over tokens reads, window by window) are computed at their readers' points.
+    extents = [writer.row_extent(op) for op in _row_reductions(tiles) or tiles]
     writer.row_shape = max(extents, key=lambda extent: (not sizes.is_static(extent),
                                                         math.prod(e for e in extent
                                                                   if isinstance(e, int))))
@@ -1179,7 +1278,9 @@ def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, s
     """One loop over a row in chunks of BLOCK: the ops up to `reduction`, which it
     accumulates and reduces after the loop (with its running max, if it has one), or
     (None) all of them and the stores."""
-    writer.loads.clear()  # loads and row values of an earlier chunk loop are out of scope
+    # Loads, recomputed values and row values of an earlier chunk loop are out of scope.
+    writer.loads.clear()
+    writer.recomputed.clear()
     writer.registers = {v: e for v, e in writer.registers.items() if e[1] == "scalar"}
     header = len(writer.lines)
     writer.emit(f"for start in range(0, {size}, BLOCK):")
@@ -1195,6 +1296,7 @@ def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, s
     if reduction is None:
         return
     writer.loads.clear()
+    writer.recomputed.clear()
     for accumulator, initial in reversed(writer.accumulators.values()):
         writer.lines.insert(header, f"{accumulator} = {initial}")
     accumulator, _ = writer.accumulators.pop(reduction)
@@ -1270,19 +1372,30 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
     """Store `value` into a new output buffer shaped like `init` at `offsets`. The
     kernel writes every element (pointwise: all of them; row loops: every row), so
     the buffer never starts from `init`'s contents."""
-    indices, kind = writer.local_indices(writer.shape(value))
-    if value in writer.registers:
-        expression, kind = writer.registers[value]
-    elif value in writer.literals:  # a fill
-        expression = _as_expression(writer.literals[value])
+    extent, mask = writer.shape(value), "mask"
+    if value in writer.producers and value not in writer.registers and \
+            value not in writer.literals:
+        # Computed off the row (a mask that a kernel over more points also returns):
+        # the row's first lanes walk its points in its own order.
+        indices, mask = writer.walk_alone(extent)
+        expression, kind = writer.recompute(
+            value, ir.AffineMap.get_identity(len(extent), value.type.context), indices, "row")
+        expression = _as_expression((expression, kind))
+        kind = "row"
     else:
-        raise UnsupportedKernel("tkern.yield", "a result not computed in the kernel")
+        indices, kind = writer.local_indices(extent)
+        if value in writer.registers:
+            expression, kind = writer.registers[value]
+        elif value in writer.literals:  # a fill
+            expression = _as_expression(writer.literals[value])
+        else:
+            raise UnsupportedKernel("tkern.yield", "a result not computed in the kernel")
     shape = sizes.shape(init)
     writer.results.append(KernelResult(shape, element_name(init)))
     pointer = f"out{len(writer.results) - 1}"
     strides = [f"{pointer}_stride{d}" for d in range(len(shape))]
     address = writer.address(strides, offsets, indices)
-    mask = ", mask=mask" if kind == "row" else ""
+    mask = f", mask={mask}" if kind == "row" else ""
     if element_name(init) in _HALF:
         expression = f"{expression}.to({_TRITON_DTYPES[element_name(init)]})"
     writer.emit(f"tl.store({pointer} + {address}, {expression}{mask})")

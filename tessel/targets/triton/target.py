@@ -29,7 +29,7 @@ from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import is_kernel
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
-from tessel.targets.triton import autotune, compile_pool, host_program, kernel_source
+from tessel.targets.triton import autotune, compile_pool, host_program, kernel_source, layouts
 from tessel.targets.triton.cubin_launch import CubinKernel
 from tessel.targets.triton.cuda_graph_trees import replayed_in_tree
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
@@ -171,15 +171,14 @@ class TritonTarget(Target):
         module = stages.run_pipeline(module, "gpu", pipeline)
         kernels = ir.ops_where(module.operation, is_kernel)
         with stages.timed("triton-codegen"):
-            # A network with convolutions keeps its activations channels-last.
-            channels_last = any(ir.StringAttr(k.attributes["callee"]).value == "conv2d"
-                                for k in kernels if k.name == "tkern.library_call")
+            channels_last = layouts.channels_last_values(ir.function_named(module, "main"))
             narrowed = host_program.narrowed_values(module)
             sources, located, refused, unknown = {}, {}, [], set()
             for kernel in kernels:
                 if kernel.name != "tkern.library_call":
                     try:
-                        generated = kernel_source.generate(kernel, channels_last, narrowed)
+                        generated = kernel_source.generate(
+                            kernel, any(r in channels_last for r in kernel.results), narrowed)
                     except UnsupportedKernel as error:
                         # A kernel reading a refused one's results may be refused for that
                         # alone (a size it produces): it is not pinned, and the split's
