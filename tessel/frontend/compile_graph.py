@@ -26,6 +26,7 @@ from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
 from tessel.errors import TesselError
 from tessel.frontend import graph_cache
+from tessel.frontend.collectives import communicates
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
@@ -406,8 +407,11 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
             counters.record_native(f"{dump.graph_name}: {op}: {why}")
         log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(calls_native))
         split = _split(gm, stages, options, kind, frozenset(), reasons, depth)
-        return dump.graph_name, (gm if split is None
-                                 else _eager_when_it_fails(split, gm, dump.graph_name, options))
+        # Its pieces run eagerly when they fail; the graph itself would communicate
+        # again on every rank, which other ranks do not expect.
+        if split is None or communicates(gm):
+            return dump.graph_name, gm if split is None else split
+        return dump.graph_name, _eager_when_it_fails(split, gm, dump.graph_name, options)
     try:
         host, kernels, locate = _compile(gm, options, stages, kind)
     except CompileFailure as error:
@@ -470,14 +474,18 @@ def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str
     (`remembering_inference`), and its first call builds all its pieces' code at once
     (`Target.building_pieces_together`), from a dry run in which those ops run on
     unwritten buffers: a node split around because it failed to compile might read
-    indices from them, and is never run so."""
-    if kind != "inference":
-        found = _split_pieces(gm, options, kind, failing, reasons, depth)
-        return None if found is None else found[0]
-    found = _split_pieces(gm, options.without_replay(), kind, failing, reasons, depth)
+    indices from them, and is never run so. A graph that communicates has neither
+    replay nor dry run (they would run its collectives), nor a remembered split (it
+    names this process's groups)."""
+    inference = kind == "inference"
+    found = _split_pieces(gm, options.without_replay() if inference else options, kind,
+                          failing, reasons, depth)
     if found is None:
         return None
     split, pieces = found
+    stages.write("split_graph.py", lambda: split.print_readable(print_output=False))
+    if not inference or communicates(gm):
+        return split
     target = get_target(resolve_target(options, _input_values(gm)))
     if not failing:
         _remember_split(gm, split, pieces, native_ops_in(gm), target.name)
