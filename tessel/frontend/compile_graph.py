@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import logging
 import math
 import pickle
@@ -34,6 +35,7 @@ from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results
 from tessel.frontend.lift_constants import lifted_constants, passing_constants
 from tessel.frontend.native_ops import native_ops_in, native_reason
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
+from tessel.frontend.permuted_inputs import permuting_inputs
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
 from tessel.options import Options
 from tessel.stages import CompileFailure, Stages
@@ -296,8 +298,13 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
                         cacheable: bool = True):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, _input_values(gm)))
-        import_module, signature = prepare_graph(
-            rewrite_dynamic_views(mutations_as_results(gm)), target.devices())
+        prepared = rewrite_dynamic_views(mutations_as_results(gm))
+        orders = {}
+        if not target.reads_strided_inputs:
+            prepared, orders = permuting_inputs(prepared)
+        import_module, signature = prepare_graph(prepared, target.devices())
+        signature.inputs = [dataclasses.replace(arg, permutation=orders[arg.name])
+                            if arg.name in orders else arg for arg in signature.inputs]
         signature.mutated_inputs = mutated_inputs(gm)
         signature.static_inputs = _static_inputs(gm, kind)
         signature.device = _computing_device(gm)
