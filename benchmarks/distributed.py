@@ -70,11 +70,21 @@ class ResidualMLP(torch.nn.Module):
         return self.head(self.blocks(x))
 
 
+def dynamo_backend(backend: str):
+    """What torch.compile's `backend` takes for `backend`: tessel's callable for mlir,
+    whose name comes from an entry point that a checkout used through PYTHONPATH
+    alone (the GPU machines) does not install."""
+    if backend != "mlir":
+        return backend
+    from tessel.frontend.backend import mlir_backend
+    return mlir_backend
+
+
 def compiler(backend: str, mode: str):
     """module -> module, compiled by `backend` in `mode` (eager: as it is)."""
     if backend == "eager":
         return lambda module: module
-    return lambda module: torch.compile(module, backend=backend, mode=mode)
+    return lambda module: torch.compile(module, backend=dynamo_backend(backend), mode=mode)
 
 
 def synchronize(device: torch.device) -> None:
@@ -156,7 +166,7 @@ class FSDPSuite(Suite):
                   MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32))
         for block in model.transformer.h:
             if backend != "eager":
-                block.compile(backend=backend, mode=mode)
+                block.compile(backend=dynamo_backend(backend), mode=mode)
             fully_shard(block, mp_policy=policy)
         fully_shard(model, mp_policy=policy)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -201,7 +211,7 @@ def losses_of(suite: Suite, backend: str, mode: str, steps: int) -> list[float]:
     return [step(*batch).item() for batch in suite.batches(steps)]
 
 
-def measured(suite: Suite, cases: list[tuple[str, str]], args) -> dict:
+def measured(suite: Suite, cases: list[tuple[str, str]], args, within_budget) -> dict:
     """Per case: the first step's seconds, the median step time over the timed steps
     (alternating between cases round by round), tessel's counters after the warm-up,
     and on CUDA the peak memory of its build and warm-up: the most allocated then
@@ -211,6 +221,9 @@ def measured(suite: Suite, cases: list[tuple[str, str]], args) -> dict:
     torch._dynamo.reset()
     for case in cases:
         record = records[case] = {"times": [], "losses": []}
+        if not within_budget():
+            record["error"] = "skipped: time budget spent"
+            continue
         tessel.reset_stats()
         try:
             if suite.device.type == "cuda":
@@ -228,9 +241,12 @@ def measured(suite: Suite, cases: list[tuple[str, str]], args) -> dict:
                 peak = torch.cuda.max_memory_allocated(suite.device) - before
                 record["peak_memory_gb"] = peak / 2**30
             record["tessel"] = tessel.stats()
-            steps[case] = step
         except Exception as error:  # noqa: BLE001 -- one failing case costs one row
             record["error"] = failure(error)
+        if all_ranks_agree("error" not in record):
+            steps[case] = step
+        else:
+            record.setdefault("error", "failed on another rank")
     for round_index in range(args.rounds):
         for case, step in list(steps.items()):
             first = args.warmup + round_index * args.steps
@@ -244,6 +260,8 @@ def measured(suite: Suite, cases: list[tuple[str, str]], args) -> dict:
                     record["times"].append(time.perf_counter() - start)
             except Exception as error:  # noqa: BLE001
                 records[case]["error"] = failure(error)
+            if not all_ranks_agree("error" not in records[case]):
+                records[case].setdefault("error", "failed on another rank")
                 del steps[case]
     return records
 
@@ -410,15 +428,19 @@ def main(argv: list[str] | None = None) -> None:
     rank = dist.get_rank()
     env = environment(str(device), torch.get_num_threads(), args.rounds * args.steps)
     env.update({"processes": f"{dist.get_world_size()} ({dist.get_backend()})",
-                "tessel commit": commit(), "autocast (ddp)": args.autocast,
-                "check steps": args.check_steps,
-                "ddp model": f"residual MLP, {args.ddp_depth} blocks of width {args.ddp_width}, "
-                             f"batch {args.ddp_batch} per rank",
-                "fsdp model": f"GPT-2 config, {args.gpt2_layers} layers, width {args.gpt2_width}, "
-                              f"{args.gpt2_heads} heads, vocab {args.gpt2_vocab}, batch "
-                              f"{args.gpt2_batch} x {args.gpt2_tokens} tokens per rank",
-                "timing": f"{args.warmup} warm-up steps, then {args.rounds} rounds of "
-                          f"{args.steps} steps per case, cases alternating"})
+                "tessel commit": commit(),
+                "timing": f"{args.warmup} warm-up steps (the first one's time reported, "
+                          f"compile included, with the caches found on the machine), then "
+                          f"{args.rounds} rounds of {args.steps} steps per case, cases "
+                          "alternating", "check steps": args.check_steps})
+    if "ddp" in args.suites:
+        env["ddp model"] = (f"residual MLP, {args.ddp_depth} blocks of width {args.ddp_width}, "
+                            f"batch {args.ddp_batch} per rank, autocast {args.autocast}")
+    if "fsdp" in args.suites:
+        env["fsdp model"] = (f"GPT-2 config, {args.gpt2_layers} layers, width {args.gpt2_width}, "
+                             f"{args.gpt2_heads} heads, vocab {args.gpt2_vocab}, batch "
+                             f"{args.gpt2_batch} x {args.gpt2_tokens} tokens per rank, "
+                             "parameters in bf16, gradients reduced in fp32")
     if args.note:
         env["note"] = args.note
     report = Report(args.output, env, writes=rank == 0)
@@ -426,22 +448,19 @@ def main(argv: list[str] | None = None) -> None:
     def within_budget() -> bool:  # rank 0's clock decides, for every rank alike
         return all_ranks_agree(rank != 0 or time.perf_counter() - start < args.time_budget)
 
+    suites = []
     for name in args.suites:
-        if not within_budget():
-            report.add({"kind": "timing", "suite": name, "backend": "—", "mode": "—",
-                        "error": "skipped: time budget spent"})
-            continue
         try:
-            suite = SUITES[name](args, device)
+            suites.append(SUITES[name](args, device))
         except Exception as error:  # noqa: BLE001 -- e.g. transformers missing
             report.add({"kind": "timing", "suite": name, "backend": "—", "mode": "—",
                         "error": failure(error)})
-            continue
-        cases = cases_of(suite, args)
-        if not args.no_check:
-            check(suite, args, report, within_budget)
-        for case, record in measured(suite, cases, args).items():
-            report.add(summarized(name, case, record))
+    # Step times first, the loss checks (a compile each, in fp32) after them.
+    for suite in suites:
+        for case, record in measured(suite, cases_of(suite, args), args, within_budget).items():
+            report.add(summarized(suite.name, case, record))
+    for suite in suites if not args.no_check else ():
+        check(suite, args, report, within_budget)
     if rank == 0:
         print(report.markdown())
     dist.destroy_process_group()
