@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import logging
 import math
 import pickle
@@ -26,6 +27,7 @@ from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
 from tessel.errors import TesselError
 from tessel.frontend import graph_cache
+from tessel.frontend.collectives import communicates
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.importer import import_graph, torch_op_named_in
@@ -33,6 +35,7 @@ from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results
 from tessel.frontend.lift_constants import lifted_constants, passing_constants
 from tessel.frontend.native_ops import native_ops_in, native_reason
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
+from tessel.frontend.permuted_inputs import permuting_inputs
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
 from tessel.options import Options
 from tessel.stages import CompileFailure, Stages
@@ -295,8 +298,13 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
                         cacheable: bool = True):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, _input_values(gm)))
-        import_module, signature = prepare_graph(
-            rewrite_dynamic_views(mutations_as_results(gm)), target.devices())
+        prepared = rewrite_dynamic_views(mutations_as_results(gm))
+        orders = {}
+        if not target.reads_strided_inputs:
+            prepared, orders = permuting_inputs(prepared)
+        import_module, signature = prepare_graph(prepared, target.devices())
+        signature.inputs = [dataclasses.replace(arg, permutation=orders[arg.name])
+                            if arg.name in orders else arg for arg in signature.inputs]
         signature.mutated_inputs = mutated_inputs(gm)
         signature.static_inputs = _static_inputs(gm, kind)
         signature.device = _computing_device(gm)
@@ -406,8 +414,11 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
             counters.record_native(f"{dump.graph_name}: {op}: {why}")
         log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(calls_native))
         split = _split(gm, stages, options, kind, frozenset(), reasons, depth)
-        return dump.graph_name, (gm if split is None
-                                 else _eager_when_it_fails(split, gm, dump.graph_name, options))
+        # Its pieces run eagerly when they fail; the graph itself would communicate
+        # again on every rank, which other ranks do not expect.
+        if split is None or communicates(gm):
+            return dump.graph_name, gm if split is None else split
+        return dump.graph_name, _eager_when_it_fails(split, gm, dump.graph_name, options)
     try:
         host, kernels, locate = _compile(gm, options, stages, kind)
     except CompileFailure as error:
@@ -470,14 +481,18 @@ def _split(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str
     (`remembering_inference`), and its first call builds all its pieces' code at once
     (`Target.building_pieces_together`), from a dry run in which those ops run on
     unwritten buffers: a node split around because it failed to compile might read
-    indices from them, and is never run so."""
-    if kind != "inference":
-        found = _split_pieces(gm, options, kind, failing, reasons, depth)
-        return None if found is None else found[0]
-    found = _split_pieces(gm, options.without_replay(), kind, failing, reasons, depth)
+    indices from them, and is never run so. A graph that communicates has neither
+    replay nor dry run (they would run its collectives), nor a remembered split (it
+    names this process's groups)."""
+    inference = kind == "inference"
+    found = _split_pieces(gm, options.without_replay() if inference else options, kind,
+                          failing, reasons, depth)
     if found is None:
         return None
     split, pieces = found
+    stages.write("split_graph.py", lambda: split.print_readable(print_output=False))
+    if not inference or communicates(gm):
+        return split
     target = get_target(resolve_target(options, _input_values(gm)))
     if not failing:
         _remember_split(gm, split, pieces, native_ops_in(gm), target.name)

@@ -4,13 +4,16 @@ Some ATen ops are themselves fused, tuned kernels. Where one of them measured fa
 than what tessel generates for its parts, the graph is split around it (as for an op
 tessel cannot compile, see partition.py), but nothing is reported as a fallback: the
 call is recorded in `tessel.stats()["native_ops"]` and `tessel.explain`, with the
-reason below. Inductor makes the same choice for these ops.
+reason below. Inductor makes the same choice for these ops. So are the calls compiled
+code cannot make: collectives (their communication) and copies between devices.
 """
 
 from __future__ import annotations
 
 import torch
 import torch.fx
+
+from tessel.frontend.collectives import is_collective
 
 aten = torch.ops.aten
 
@@ -41,6 +44,10 @@ _DEVICE_COPY = ("a copy between devices (`.to(device)` of a tensor made on anoth
                 "PyTorch's own copy, which compiled code of one device cannot make")
 _COPIES = (aten._to_copy.default, torch.ops.prims.device_put.default)
 
+_COLLECTIVE = ("a collective or its wait (torch.distributed's functional collectives): "
+               "communication that the process group's own backend (NCCL, gloo) runs, "
+               "overlapped with the compiled pieces between the two (collectives.py)")
+
 
 def native_reason(node: torch.fx.Node) -> str | None:
     """Why the call `node` is left to PyTorch, or None where tessel compiles it."""
@@ -48,6 +55,8 @@ def native_reason(node: torch.fx.Node) -> str | None:
         return None
     if node.target in NATIVE_OPS:
         return NATIVE_OPS[node.target]
+    if is_collective(node):
+        return _COLLECTIVE
     if node.target in _COPIES and _devices(node.args[0]) != _devices(node):
         return _DEVICE_COPY
     return None

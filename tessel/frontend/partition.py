@@ -3,18 +3,25 @@
 When a graph fails on some of its nodes (those a failure is pinned on, or every call
 of an op left native), those run eagerly and the rest is cut into pieces (torch.fx's
 CapabilityBasedPartitioner), each compiled on its own; a piece that fails on other
-nodes is split again, up to MAX_ROUNDS deep.
+nodes is split again, up to MAX_ROUNDS deep. A graph that communicates is cut in
+program order instead (collectives.py): the partitioner would merge the compute
+between a collective and its wait into the piece before or after them, and nothing
+would overlap the communication.
 """
 
 from __future__ import annotations
 
 import copy
+import operator
 from typing import Callable
 
 import torch
 import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
+from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
+
+from tessel.frontend.collectives import communicates, overlap_communication
 
 MAX_ROUNDS = 8
 
@@ -44,14 +51,35 @@ def split_around(gm: torch.fx.GraphModule, excluded: Callable[[torch.fx.Node], b
     # A copy of the graph only, sharing gm's tensors: deep-copying the GraphModule
     # copies its example values too, which fails for fake CUDA tensors.
     copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-    partitioner = CapabilityBasedPartitioner(copied, _Excluding(excluded),
-                                             allows_single_node_partition=True)
-    split = partitioner.partition_and_fuse()
+    if communicates(copied):
+        overlap_communication(copied.graph)
+        split = fuse_by_partitions(copied, _runs_in_program_order(copied.graph, excluded))
+    else:
+        partitioner = CapabilityBasedPartitioner(copied, _Excluding(excluded),
+                                                 allows_single_node_partition=True)
+        split = partitioner.partition_and_fuse()
     pieces = [node.target for node in split.graph.nodes if node.op == "call_module"]
     for node in split.graph.nodes:
         if node.op == "call_module":
             _copy_input_metadata(getattr(split, node.target), node)
     return split, pieces
+
+
+def _runs_in_program_order(graph: torch.fx.Graph, excluded) -> list[dict[torch.fx.Node, None]]:
+    """The maximal runs of consecutive calls in `graph` that `excluded` (a predicate on
+    nodes) leaves in, each a partition for torch.fx's `fuse_by_partitions`. An item
+    taken from an excluded call's result stays out with it, and cuts no run: it
+    depends on nothing the run computes."""
+    runs: list[dict[torch.fx.Node, None]] = [{}]
+    for node in graph.nodes:
+        source = node.args[0] if node.target is operator.getitem else None
+        if node.op != "call_function" or (isinstance(source, torch.fx.Node) and excluded(source)):
+            continue
+        if excluded(node):
+            runs.append({})
+        else:
+            runs[-1][node] = None
+    return [run for run in runs if run]
 
 
 def _copy_input_metadata(piece: torch.fx.GraphModule, call: torch.fx.Node) -> None:

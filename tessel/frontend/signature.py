@@ -69,6 +69,9 @@ class TensorInput:
     name: str
     dtype: torch.dtype
     rank: int
+    # The order of dims the host program permutes the input into before the compiled
+    # code reads it (frontend/permuted_inputs.py); None: as passed.
+    permutation: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def _printer_expr(value, bound: set[str], what: str) -> str:
     return _HostPrinter().doprint(expr)
 
 
-def _dense(shape, stride) -> bool:
+def dense_layout(shape, stride) -> bool:
     """Whether a layout is some permutation of a contiguous one (no overlap, no gaps)."""
     if not all(isinstance(v, int) for v in (*shape, *stride)):
         return False
@@ -227,7 +230,7 @@ def host_can_view(root) -> bool:
     op-made tensor laid out as in eager (views index into its storage)."""
     value = root.meta.get("val")
     return (root.op == "call_function" and isinstance(value, torch.Tensor)
-            and (value.is_contiguous() or _dense(value.shape, value.stride())))
+            and (value.is_contiguous() or dense_layout(value.shape, value.stride())))
 
 
 def _host_literal(value, bound: set[str]) -> str | None:
@@ -435,7 +438,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
         stride = None
         # Restride dense permuted layouts like eager's; overlapping ones (stride 0
         # from expand) cannot be allocated, and their values are the same anyway.
-        if not value.is_contiguous() and value.numel() > 1 and _dense(value.shape, value.stride()):
+        if not value.is_contiguous() and value.numel() > 1 and dense_layout(value.shape, value.stride()):
             stride = tuple(_printer_expr(s, bound, what) for s in value.stride())
         kernel_outputs.append(node)
         results.append(TensorResult(value.dtype, shape, stride))

@@ -36,6 +36,9 @@ class Target(ABC):
     default_pipeline: ClassVar[str]
     # Whether compiled graphs can be stored on disk (see load_cached).
     caches_graphs: ClassVar[bool] = False
+    # Whether compiled code reads inputs through their strides; where not, the host
+    # program gets them contiguous (frontend/permuted_inputs.py).
+    reads_strided_inputs: ClassVar[bool] = False
 
     @staticmethod
     def devices() -> frozenset[str]:

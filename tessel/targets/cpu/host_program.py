@@ -59,6 +59,8 @@ def generate(signature: GraphSignature, abi: EntryPointAbi, graph_name: str) -> 
             if kind != "memref" or detail != arg.rank:
                 raise ValueError(f"input {arg.name}: graph has a rank-{arg.rank} tensor, "
                                  f"entry point expects {kind} {detail}")
+            if arg.permutation is not None:
+                body.append(f"{arg.name} = {arg.name}.permute({list(arg.permutation)})")
             body.append(f"if not {arg.name}.is_contiguous(): {arg.name} = {arg.name}.contiguous()")
             slot_values.append(_descriptor(arg.name))
             arguments.append(f"memref:{offset}")
