@@ -28,6 +28,7 @@ from tessel.errors import TesselError
 from tessel.frontend import graph_cache
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
+from tessel.frontend.empty_values import allocate_empty_values
 from tessel.frontend.importer import import_graph, torch_op_named_in
 from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results, writing_inputs
 from tessel.frontend.lift_constants import lifted_constants, passing_constants
@@ -296,7 +297,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, _input_values(gm)))
         import_module, signature = prepare_graph(
-            rewrite_dynamic_views(mutations_as_results(gm)), target.devices())
+            rewrite_dynamic_views(allocate_empty_values(mutations_as_results(gm))), target.devices())
         signature.mutated_inputs = mutated_inputs(gm)
         signature.static_inputs = _static_inputs(gm, kind)
         signature.device = _computing_device(gm)

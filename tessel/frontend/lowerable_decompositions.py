@@ -242,6 +242,22 @@ def scatter_value_reduce_into(x, dim, index, value, reduce):
     return scatter_reduce_into(x, dim, index, src, reduce)
 
 
+# Scatters whose lowering takes `dim` as given: with a dim counted from the end
+# (x.scatter_(-1, ...)), the compile worker crashed (SIGSEGV, or out of memory).
+SCATTERS = [aten.scatter.src, aten.scatter.value, aten.scatter_add.default,
+            aten.scatter_reduce.two]
+
+
+def _dim_from_start(op: torch._ops.OpOverload, decomposition):
+    """`op` with a negative `dim` counted from the start instead, then `decomposition`
+    (the table's own, if any) for the rest."""
+    def rewritten(x, dim, *args, **kwargs):
+        if dim < 0:
+            return op(x, dim + max(x.dim(), 1), *args, **kwargs)
+        return NotImplemented if decomposition is None else decomposition(x, dim, *args, **kwargs)
+    return rewritten
+
+
 def cdist(x1, x2, p, compute_mode):
     """_cdist_forward the way eager computes it: p=2 through a matmul of padded
     operands when eager does (compute_mode None/0 with more than 25 rows, or 1),
@@ -679,4 +695,5 @@ def lowerable_decompositions() -> dict:
         aten.nanmedian.dim: nanmedian_dim,
         aten.threshold_backward.default: threshold_backward,
     })
+    table.update({op: _dim_from_start(op, table.get(op)) for op in SCATTERS})
     return table
