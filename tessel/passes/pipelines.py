@@ -16,6 +16,7 @@ def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul") -> str:
     return (
         f"generalize-named-ops{{keep={keep}}},"
         "outline-contractions,"
+        "hoist-size-computations,"
         "func.func(linalg-fuse-elementwise-ops),"
         "inline,symbol-dce,"
         # Unit dims (keepdim reductions) would make output maps non-projections: tiling
