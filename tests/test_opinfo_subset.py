@@ -58,14 +58,16 @@ def test_opinfo_op_matches_eager(mode, name):
 # and sizes: dynamic_views; scatter_add's dim=-1: lowerable_decompositions.SCATTERS;
 # a sample with an empty batch or channel dim: empty_values; convolution strides that
 # changed between calls: constant_arguments, and a grouped one's channels per group
-# under symbolic sizes: hoist-size-computations).
+# under symbolic sizes: hoist-size-computations; ceil_mode pooling with a unit output
+# dim: trim-window-inputs).
 COMPILES = [("fp32", "take"), ("fp32", "median"), ("int64", "nanmedian"),
             ("fp32", "std_mean"), ("fp32", "masked_fill"),
             ("fp32", "nn.functional.adaptive_avg_pool2d"),
             ("dynamic", "nn.functional.upsample_nearest"), ("fp32", "scatter_add"),
             ("fp32", "nn.functional.pixel_shuffle"), ("fp32", "nn.functional.bilinear"),
             ("dynamic", "repeat"), ("fp32", "nn.functional.conv_transpose2d"),
-            ("fp32", "nn.functional.conv1d")]
+            ("fp32", "nn.functional.conv1d"), ("fp32", "nn.functional.max_pool2d"),
+            ("fp32", "nn.functional.avg_pool3d")]
 
 
 @pytest.mark.parametrize(("mode", "name"), COMPILES)

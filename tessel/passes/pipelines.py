@@ -14,7 +14,7 @@ register_pipeline(
 # cpu and gpu pipelines; `fuse_tiles` is the fuse-tiles step of each.
 def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul") -> str:
     return (
-        f"generalize-named-ops{{keep={keep}}},"
+        f"generalize-named-ops{{keep={keep}}},trim-window-inputs,"
         "outline-contractions,"
         "hoist-size-computations,"
         "func.func(linalg-fuse-elementwise-ops),"

@@ -48,6 +48,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.reciprocal_division",
     "tessel.passes.report_failed_checks",
     "tessel.passes.tile_for_threads",
+    "tessel.passes.trim_window_inputs",
 )
 
 _passes: dict[str, type[ModulePass]] = {}
