@@ -78,6 +78,7 @@ register_pipeline(
     # rounded once, as eager's opmath does.
     "func.func(math-extend-to-supported-types),"
     "func.func(refback-expand-ops-for-llvm),"
+    "truncate-through-f32,"
     "func.func(arith-expand),"
     "func.func(convert-math-to-llvm),"
     "convert-math-to-libm,"

@@ -49,6 +49,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.report_failed_checks",
     "tessel.passes.tile_for_threads",
     "tessel.passes.trim_window_inputs",
+    "tessel.passes.truncate_through_f32",
 )
 
 _passes: dict[str, type[ModulePass]] = {}
