@@ -59,7 +59,7 @@ def test_opinfo_op_matches_eager(mode, name):
 # a sample with an empty batch or channel dim: empty_values; convolution strides that
 # changed between calls: constant_arguments, and a grouped one's channels per group
 # under symbolic sizes: hoist-size-computations; ceil_mode pooling with a unit output
-# dim: trim-window-inputs).
+# dim: trim-window-inputs; Chebyshev polynomials: special_functions).
 COMPILES = [("fp32", "take"), ("fp32", "median"), ("int64", "nanmedian"),
             ("fp32", "std_mean"), ("fp32", "masked_fill"),
             ("fp32", "nn.functional.adaptive_avg_pool2d"),
@@ -67,7 +67,8 @@ COMPILES = [("fp32", "take"), ("fp32", "median"), ("int64", "nanmedian"),
             ("fp32", "nn.functional.pixel_shuffle"), ("fp32", "nn.functional.bilinear"),
             ("dynamic", "repeat"), ("fp32", "nn.functional.conv_transpose2d"),
             ("fp32", "nn.functional.conv1d"), ("fp32", "nn.functional.max_pool2d"),
-            ("fp32", "nn.functional.avg_pool3d")]
+            ("fp32", "nn.functional.avg_pool3d"), ("fp32", "special.chebyshev_polynomial_v"),
+            ("int64", "special.shifted_chebyshev_polynomial_u")]
 
 
 @pytest.mark.parametrize(("mode", "name"), COMPILES)
@@ -102,3 +103,20 @@ def test_nan_follows_eager(name):
     actual, expected = torch.compile(fn, backend="mlir")(x), fn(x)
     assert_compiled()
     torch.testing.assert_close(actual, expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("kind", ["t", "u", "v", "w", "shifted_t", "shifted_u", "shifted_v",
+                                  "shifted_w"])
+def test_chebyshev_polynomials_at_their_edges(kind):
+    """Eager's values at +-1, for n < 0, fractional, huge or NaN n (cast to int64), and
+    its NaN where the recurrence overflowed two steps before the end."""
+    shifted = "shifted_" if kind.startswith("shifted") else ""
+    op = getattr(torch.special, f"{shifted}chebyshev_polynomial_{kind[-1]}")
+    x = torch.tensor([-9.0, -1.0, -0.5, 0.0, 0.3, 1.0, 1.5, 7.0, 3e3, -2e4, 1e20])
+    n = torch.tensor([[-2.0], [0.0], [1.0], [2.7], [6.0], [9.0], [40.0], [200.0], [1e30], [NAN]])
+    actual, expected = torch.compile(op, backend="mlir")(x, n), op(x, n)
+    assert_compiled()
+    exact = op(x.double(), n.double())
+    close = ((actual.double() - exact).abs()
+             <= 2 * (expected.double() - exact).abs() + 1e-5 + 1.3e-6 * exact.abs())
+    assert bool((close | (actual == expected) | (actual.isnan() & expected.isnan())).all())
