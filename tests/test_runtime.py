@@ -58,6 +58,21 @@ def test_double_rounds_to_half_types_as_eager(dtype, bits):
     assert torch.equal(actual, fn(x)), (actual, fn(x))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_fused_half_chain_rounds_once(dtype):
+    """A fused f16/bf16 chain holds f32 between its ops and rounds once, as the Triton
+    target and Inductor do (hold-half-in-f32): it had rounded after every op."""
+    def fn(x, y):
+        return ((x * y + x) * y - x) * 3
+
+    torch.manual_seed(0)
+    x, y = torch.randn(4096, dtype=dtype), torch.randn(4096, dtype=dtype)
+    actual = torch.compile(fn, backend="mlir")(x, y)
+    assert_compiled()
+    once = fn(x.float(), y.float()).to(dtype)
+    torch.testing.assert_close(actual, once, rtol=torch.finfo(dtype).eps, atol=0)
+
+
 @pytest.mark.parametrize("layout", ["transposed", "sliced", "expanded"])
 def test_non_contiguous_inputs(layout):
     base = torch.randn(8, 6)

@@ -34,7 +34,7 @@ register_pipeline(
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.
     + _fusion("fuse-tiles{gemm-epilogues=false}") +
     "tile-for-threads,"
-    "approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels)",
+    "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels)",
     "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",
 )
 

@@ -34,6 +34,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
     "tessel.passes.hoist_size_computations",
+    "tessel.passes.hold_half_in_f32",
     "tessel.passes.inline_kernels",
     "tessel.passes.internalize_functions",
     "tessel.passes.launch_with_openmp",
