@@ -59,7 +59,8 @@ def test_opinfo_op_matches_eager(mode, name):
 # a sample with an empty batch or channel dim: empty_values; convolution strides that
 # changed between calls: constant_arguments, and a grouped one's channels per group
 # under symbolic sizes: hoist-size-computations; ceil_mode pooling with a unit output
-# dim: trim-window-inputs; Chebyshev polynomials: special_functions).
+# dim: trim-window-inputs; Chebyshev polynomials: special_functions; float bits:
+# bitcast-dtype-views, lowerable_decompositions' nextafter and frexp).
 COMPILES = [("fp32", "take"), ("fp32", "median"), ("int64", "nanmedian"),
             ("fp32", "std_mean"), ("fp32", "masked_fill"),
             ("fp32", "nn.functional.adaptive_avg_pool2d"),
@@ -68,7 +69,8 @@ COMPILES = [("fp32", "take"), ("fp32", "median"), ("int64", "nanmedian"),
             ("dynamic", "repeat"), ("fp32", "nn.functional.conv_transpose2d"),
             ("fp32", "nn.functional.conv1d"), ("fp32", "nn.functional.max_pool2d"),
             ("fp32", "nn.functional.avg_pool3d"), ("fp32", "special.chebyshev_polynomial_v"),
-            ("int64", "special.shifted_chebyshev_polynomial_u")]
+            ("int64", "special.shifted_chebyshev_polynomial_u"), ("fp32", "signbit"),
+            ("bf16", "copysign"), ("fp32", "nextafter"), ("fp16", "frexp")]
 
 
 @pytest.mark.parametrize(("mode", "name"), COMPILES)
@@ -120,3 +122,23 @@ def test_chebyshev_polynomials_at_their_edges(kind):
     close = ((actual.double() - exact).abs()
              <= 2 * (expected.double() - exact).abs() + 1e-5 + 1.3e-6 * exact.abs())
     assert bool((close | (actual == expected) | (actual.isnan() & expected.isnan())).all())
+
+
+# Scalar overloads torch-mlir has no op for, as their Tensor overloads
+# (decompositions.scalar_forms), in eager's result dtypes.
+SCALAR_FORMS = {
+    "or": lambda x: x | 3, "xor": lambda x: (x > 0) ^ 5, "shift": lambda x: 7 >> x.clamp(0, 5),
+    "remainder": lambda x: torch.remainder(3.5, x), "xlogy": lambda x: torch.xlogy(2.0, x.abs()),
+    "copysign": lambda x: torch.copysign(x.float(), -2.0),
+    "bucketize": lambda x: torch.bucketize(3, x.sort().values),
+}
+
+
+@pytest.mark.parametrize("name", SCALAR_FORMS)
+def test_scalar_forms_compile(name):
+    fn = SCALAR_FORMS[name]
+    x = torch.tensor([-7, 0, 3, 12, 5, -1], dtype=torch.int32)
+    actual, expected = torch.compile(fn, backend="mlir")(x), fn(x)
+    assert_compiled()
+    assert actual.dtype == expected.dtype
+    torch.testing.assert_close(actual, expected, equal_nan=True)

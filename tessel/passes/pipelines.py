@@ -6,6 +6,7 @@ register_pipeline(
     "torch-to-linalg",
     "builtin.module(func.func(torch-match-quantized-custom-ops),"
     "torchdynamo-export-to-torch-backend-pipeline{ extra-library=},"
+    "bitcast-dtype-views,"
     "torch-backend-to-linalg-on-tensors-backend-pipeline)",
     "torch dialect from the FX importer -> linalg-on-tensors (torch-mlir's lowering)",
 )

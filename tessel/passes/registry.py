@@ -22,6 +22,7 @@ from tessel import ir
 
 _BUILTIN_PASS_MODULES = (
     "tessel.passes.approximate_math",
+    "tessel.passes.bitcast_dtype_views",
     "tessel.passes.bufferize",
     "tessel.passes.check_contract",
     "tessel.passes.choose_gpu_blocks",
