@@ -55,11 +55,22 @@ def test_opinfo_op_matches_eager(mode, name):
 
 # Ops that tessel made compile whole, in the modes where torch-mlir alone could not:
 # they must keep compiling (take, median: lowerable_decompositions; symbolic floats
-# and sizes: dynamic_views).
+# and sizes: dynamic_views; scatter_add's dim=-1: lowerable_decompositions.SCATTERS;
+# a sample with an empty batch or channel dim: empty_values; convolution strides that
+# changed between calls: constant_arguments, and a grouped one's channels per group
+# under symbolic sizes: hoist-size-computations; ceil_mode pooling with a unit output
+# dim: trim-window-inputs; Chebyshev polynomials: special_functions; float bits:
+# bitcast-dtype-views, lowerable_decompositions' nextafter and frexp).
 COMPILES = [("fp32", "take"), ("fp32", "median"), ("int64", "nanmedian"),
             ("fp32", "std_mean"), ("fp32", "masked_fill"),
             ("fp32", "nn.functional.adaptive_avg_pool2d"),
-            ("dynamic", "nn.functional.upsample_nearest")]
+            ("dynamic", "nn.functional.upsample_nearest"), ("fp32", "scatter_add"),
+            ("fp32", "nn.functional.pixel_shuffle"), ("fp32", "nn.functional.bilinear"),
+            ("dynamic", "repeat"), ("fp32", "nn.functional.conv_transpose2d"),
+            ("fp32", "nn.functional.conv1d"), ("fp32", "nn.functional.max_pool2d"),
+            ("fp32", "nn.functional.avg_pool3d"), ("fp32", "special.chebyshev_polynomial_v"),
+            ("int64", "special.shifted_chebyshev_polynomial_u"), ("fp32", "signbit"),
+            ("bf16", "copysign"), ("fp32", "nextafter"), ("fp16", "frexp")]
 
 
 @pytest.mark.parametrize(("mode", "name"), COMPILES)
@@ -93,4 +104,41 @@ def test_nan_follows_eager(name):
     x = torch.tensor([[1.0, NAN, 3.0, -1.0, 3.0], [2.0, 5.0, NAN, 0.0, NAN], [4.0, 1.0, 2.0, 4.0, 3.0]])
     actual, expected = torch.compile(fn, backend="mlir")(x), fn(x)
     assert_compiled()
+    torch.testing.assert_close(actual, expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("kind", ["t", "u", "v", "w", "shifted_t", "shifted_u", "shifted_v",
+                                  "shifted_w"])
+def test_chebyshev_polynomials_at_their_edges(kind):
+    """Eager's values at +-1, for n < 0, fractional, huge or NaN n (cast to int64), and
+    its NaN where the recurrence overflowed two steps before the end."""
+    shifted = "shifted_" if kind.startswith("shifted") else ""
+    op = getattr(torch.special, f"{shifted}chebyshev_polynomial_{kind[-1]}")
+    x = torch.tensor([-9.0, -1.0, -0.5, 0.0, 0.3, 1.0, 1.5, 7.0, 3e3, -2e4, 1e20])
+    n = torch.tensor([[-2.0], [0.0], [1.0], [2.7], [6.0], [9.0], [40.0], [200.0], [1e30], [NAN]])
+    actual, expected = torch.compile(op, backend="mlir")(x, n), op(x, n)
+    assert_compiled()
+    exact = op(x.double(), n.double())
+    close = ((actual.double() - exact).abs()
+             <= 2 * (expected.double() - exact).abs() + 1e-5 + 1.3e-6 * exact.abs())
+    assert bool((close | (actual == expected) | (actual.isnan() & expected.isnan())).all())
+
+
+# Scalar overloads torch-mlir has no op for, as their Tensor overloads
+# (decompositions.scalar_forms), in eager's result dtypes.
+SCALAR_FORMS = {
+    "or": lambda x: x | 3, "xor": lambda x: (x > 0) ^ 5, "shift": lambda x: 7 >> x.clamp(0, 5),
+    "remainder": lambda x: torch.remainder(3.5, x), "xlogy": lambda x: torch.xlogy(2.0, x.abs()),
+    "copysign": lambda x: torch.copysign(x.float(), -2.0),
+    "bucketize": lambda x: torch.bucketize(3, x.sort().values),
+}
+
+
+@pytest.mark.parametrize("name", SCALAR_FORMS)
+def test_scalar_forms_compile(name):
+    fn = SCALAR_FORMS[name]
+    x = torch.tensor([-7, 0, 3, 12, 5, -1], dtype=torch.int32)
+    actual, expected = torch.compile(fn, backend="mlir")(x), fn(x)
+    assert_compiled()
+    assert actual.dtype == expected.dtype
     torch.testing.assert_close(actual, expected, equal_nan=True)

@@ -44,6 +44,35 @@ def test_reduction_and_cast_between_dtypes():
     assert_compiled()
 
 
+@pytest.mark.parametrize(("dtype", "bits"), [(torch.bfloat16, 8), (torch.float16, 11)], ids=str)
+def test_double_rounds_to_half_types_as_eager(dtype, bits):
+    """f64 -> bf16/f16 by way of f32, as c10's conversions round (the JIT had no
+    __truncdfbf2): 1 + 2^-bits + 2^-40 rounds up to the half type directly, but to
+    1 + 2^-bits in f32, a tie that then rounds to even, 1.0."""
+    def fn(x):
+        return (x + x).to(dtype)
+
+    x = torch.tensor([(1 + 2**-bits + 2**-40) / 2, 0.1, -3.3], dtype=torch.float64)
+    actual = torch.compile(fn, backend="mlir")(x)
+    assert_compiled()
+    assert torch.equal(actual, fn(x)), (actual, fn(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_fused_half_chain_rounds_once(dtype):
+    """A fused f16/bf16 chain holds f32 between its ops and rounds once, as the Triton
+    target and Inductor do (hold-half-in-f32): it had rounded after every op."""
+    def fn(x, y):
+        return ((x * y + x) * y - x) * 3
+
+    torch.manual_seed(0)
+    x, y = torch.randn(4096, dtype=dtype), torch.randn(4096, dtype=dtype)
+    actual = torch.compile(fn, backend="mlir")(x, y)
+    assert_compiled()
+    once = fn(x.float(), y.float()).to(dtype)
+    torch.testing.assert_close(actual, once, rtol=torch.finfo(dtype).eps, atol=0)
+
+
 @pytest.mark.parametrize("layout", ["transposed", "sliced", "expanded"])
 def test_non_contiguous_inputs(layout):
     base = torch.randn(8, 6)
@@ -118,6 +147,19 @@ def test_zero_size_input():
     compiled = torch.compile(fn, backend="mlir")
     assert compiled(x).shape == (0, 4)
     assert_compiled()
+
+
+def test_views_of_empty_tensors():
+    """torch-mlir's view lowering divided by a size of 0 (SIGFPE in the compile worker):
+    empty_values allocates such tensors instead."""
+    def fn(x, y):
+        return torch.nn.functional.pixel_shuffle(x, 1), y.repeat(0, 2).sum(0)
+
+    x, y = torch.randn(1, 0, 1, 1), torch.randn(3, 4)
+    actual = torch.compile(fn, backend="mlir")(x, y)
+    assert_compiled()
+    for a, e in zip(actual, fn(x, y)):
+        torch.testing.assert_close(a, e)
 
 
 def test_concurrent_calls_from_threads():

@@ -30,6 +30,7 @@ from tessel.frontend import graph_cache
 from tessel.frontend.collectives import communicates
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
+from tessel.frontend.empty_values import allocate_empty_values
 from tessel.frontend.importer import import_graph, torch_op_named_in
 from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results, writing_inputs
 from tessel.frontend.lift_constants import lifted_constants, passing_constants
@@ -298,7 +299,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
                         cacheable: bool = True):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, _input_values(gm)))
-        prepared = rewrite_dynamic_views(mutations_as_results(gm))
+        prepared = rewrite_dynamic_views(allocate_empty_values(mutations_as_results(gm)))
         orders = {}
         if not target.reads_strided_inputs:
             prepared, orders = permuting_inputs(prepared)

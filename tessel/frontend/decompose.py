@@ -23,7 +23,9 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from tessel.errors import TesselError
+from tessel.frontend.constant_arguments import specialize_constant_arguments
 from tessel.frontend.decompositions import decomposition_table
+
 
 class DecompositionFailed(TesselError):
     """Tracing node `node` through the table failed."""
@@ -62,7 +64,9 @@ class _Decomposing(torch.fx.Interpreter):
 
 def decomposed(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """`gm` traced through tessel's decomposition table, on its inputs' example values
-    (fake tensors, symbolic sizes as aot_autograd traced them)."""
+    (fake tensors, symbolic sizes as aot_autograd traced them), once the arguments
+    torch-mlir needs constant are (constant_arguments.py)."""
+    specialize_constant_arguments(gm)
     inputs = [node.meta.get("val") for node in gm.graph.nodes if node.op == "placeholder"]
     fake_mode = detect_fake_mode(inputs)
     with contextlib.ExitStack() as stack:

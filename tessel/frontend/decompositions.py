@@ -13,11 +13,12 @@ import functools
 import math
 
 import torch
-import torch._inductor.inductor_prims  # noqa: F401 -- registers prims.fma (Adam's update)
+import torch._inductor.inductor_prims
 from torch._decomp import _core_aten_decompositions_post_autograd, get_decompositions
 from torch._prims_common import make_contiguous_strides_for
 from torch_mlir.extras import fx_decomp_util
 
+from tessel import ir
 from tessel.frontend.half_precision import half_precision_decompositions
 from tessel.frontend.lowerable_decompositions import lowerable_decompositions
 from tessel.frontend.special_functions import special_decompositions
@@ -154,6 +155,49 @@ def foreach_decompositions() -> dict:
     return table
 
 
+def _has_torch_mlir_op(op: torch._ops.OpOverload) -> bool:
+    """Whether torch-mlir's torch dialect defines `op`; the FX importer writes any
+    other op as a generic `torch.operator`, which no lowering accepts."""
+    namespace, _, name = op._schema.name.partition("::")
+    overload = f".{op._schema.overload_name}" if op._schema.overload_name else ""
+    return ir.context().is_registered_operation(f"torch.{namespace}.{name}{overload}")
+
+
+def _with_scalars_as_tensors(tensor_form: torch._ops.OpOverload, scalars: list[int]):
+    """A call of `tensor_form` with the arguments at `scalars` made 0-d tensors of the
+    dtype eager computes in (the promotion of the tensor and the scalar)."""
+    def decomposition(*args, **kwargs):
+        tensor = next(a for a in args if isinstance(a, torch.Tensor))
+        args = [torch.full((), a, dtype=torch.result_type(tensor, a), device=tensor.device)
+                if i in scalars else a for i, a in enumerate(args)]
+        return tensor_form(*args, **kwargs)
+    return decomposition
+
+
+def scalar_forms() -> dict:
+    """The Scalar overloads torch-mlir has no op for (`x | 3` is bitwise_or.Scalar;
+    also xor's, the shifts', copysign's, remainder's and xlogy's with a scalar first),
+    as their Tensor overload, which it lowers, on the scalar made a 0-d tensor."""
+    table = {}
+    for name in torch._C._dispatch_get_all_op_names():
+        base, _, overload = name.removeprefix("aten::").partition(".")
+        packet = getattr(aten, base, None) if name.startswith("aten::") else None
+        if packet is None or "Scalar" not in overload or not hasattr(packet, "Tensor"):
+            continue
+        scalar_form, tensor_form = getattr(packet, overload), packet.Tensor
+        arguments = scalar_form._schema.arguments
+        pairs = list(zip(arguments, tensor_form._schema.arguments))
+        if (len(arguments) != len(tensor_form._schema.arguments) or scalar_form._schema.is_mutable
+                or _has_torch_mlir_op(scalar_form) or not _has_torch_mlir_op(tensor_form)):
+            continue
+        scalars = [i for i, (a, b) in enumerate(pairs) if str(a.type) == "number"
+                   and str(b.type) == "Tensor"]
+        if scalars and all(str(a.type) == str(b.type) or i in scalars
+                           for i, (a, b) in enumerate(pairs)):
+            table[scalar_form] = _with_scalars_as_tensors(tensor_form, scalars)
+    return table
+
+
 def torch_mlir_table() -> dict:
     """torch-mlir's table (fx_decomp_util.get_decomposition_table: core ATen's, less its
     exclusions, plus its extras), without the CompositeImplicitAutograd ops that
@@ -193,5 +237,7 @@ def decomposition_table() -> dict:
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)
     table.update(half_precision_decompositions(table))
+    # Before PyTorch's decompositions of these, which make their scalar a prims.scalar_tensor.
+    table.update(scalar_forms())
     return table
 

@@ -242,6 +242,22 @@ def scatter_value_reduce_into(x, dim, index, value, reduce):
     return scatter_reduce_into(x, dim, index, src, reduce)
 
 
+# Scatters whose lowering takes `dim` as given: with a dim counted from the end
+# (x.scatter_(-1, ...)), the compile worker crashed (SIGSEGV, or out of memory).
+SCATTERS = [aten.scatter.src, aten.scatter.value, aten.scatter_add.default,
+            aten.scatter_reduce.two]
+
+
+def _dim_from_start(op: torch._ops.OpOverload, decomposition):
+    """`op` with a negative `dim` counted from the start instead, then `decomposition`
+    (the table's own, if any) for the rest."""
+    def rewritten(x, dim, *args, **kwargs):
+        if dim < 0:
+            return op(x, dim + max(x.dim(), 1), *args, **kwargs)
+        return NotImplemented if decomposition is None else decomposition(x, dim, *args, **kwargs)
+    return rewritten
+
+
 def cdist(x1, x2, p, compute_mode):
     """_cdist_forward the way eager computes it: p=2 through a matmul of padded
     operands when eager does (compute_mode None/0 with more than 25 rows, or 1),
@@ -622,6 +638,52 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     return norm
 
 
+# A float dtype's bits: the integer dtype of its width, its mantissa bits and the
+# biased exponent of the floats in [0.5, 1). view(dtype) of these lowers to a bitcast
+# (passes/bitcast_dtype_views.py).
+_FLOAT_BITS = {torch.float64: (torch.int64, 52, 1022), torch.float32: (torch.int32, 23, 126),
+               torch.float16: (torch.int16, 10, 14), torch.bfloat16: (torch.int16, 7, 126)}
+
+
+def nextafter(x, y):
+    """The float after x toward y, as std::nextafter: x's bits one step away from
+    zero or toward it; the smallest subnormal with y's sign from zero; y where x == y;
+    NaN where either is NaN."""
+    if x.dtype not in _FLOAT_BITS or y.dtype != x.dtype:
+        return NotImplemented
+    integer = _FLOAT_BITS[x.dtype][0]
+    away_from_zero = (y > x) == (x > 0)
+    bits = x.view(integer) + torch.where(away_from_zero, 1, -1).to(integer)
+    smallest = torch.copysign(torch.full_like(x, torch.finfo(x.dtype).smallest_normal
+                                              * torch.finfo(x.dtype).eps), y)
+    result = torch.where(x == 0, smallest, bits.view(x.dtype))
+    result = torch.where(x == y, y, result)
+    return torch.where(torch.isnan(x) | torch.isnan(y), x + y, result)
+
+
+def frexp(x):
+    """(mantissa, exponent) with x = mantissa * 2^exponent and 0.5 <= |mantissa| < 1,
+    as std::frexp, from x's bits (a subnormal scaled into the normal range first);
+    zero, infinities and NaN are their own mantissa, with exponent 0."""
+    if x.dtype not in _FLOAT_BITS:
+        return NotImplemented
+    integer, mantissa_bits, half_bias = _FLOAT_BITS[x.dtype]
+    exponent_mask = (1 << (8 * x.element_size() - 1 - mantissa_bits)) - 1
+    subnormal = (x.abs() < torch.finfo(x.dtype).smallest_normal) & (x != 0)
+    shift = mantissa_bits + 1
+    scaled = torch.where(subnormal, x * float(2 ** shift), x)
+    bits = scaled.view(integer)
+    # A shift by a tensor: torch-mlir lowers bitwise_right_shift.Tensor, not .Tensor_Scalar.
+    shifted = torch.bitwise_right_shift(bits, torch.full_like(bits, mantissa_bits))
+    biased = torch.bitwise_and(shifted, exponent_mask)
+    cleared = torch.bitwise_and(bits, ~(exponent_mask << mantissa_bits))
+    mantissa = torch.bitwise_or(cleared, half_bias << mantissa_bits).view(x.dtype)
+    exponent = biased - half_bias - torch.where(subnormal, shift, 0)
+    special = (x == 0) | torch.isinf(x) | torch.isnan(x)
+    return (torch.where(special, x, mantissa),
+            torch.where(special, 0, exponent).to(torch.int32))
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
@@ -678,5 +740,8 @@ def lowerable_decompositions() -> dict:
         aten.median.dim: median_dim,
         aten.nanmedian.dim: nanmedian_dim,
         aten.threshold_backward.default: threshold_backward,
+        aten.nextafter.default: nextafter,
+        aten.frexp.Tensor: frexp,
     })
+    table.update({op: _dim_from_start(op, table.get(op)) for op in SCATTERS})
     return table

@@ -713,6 +713,69 @@ def erfcx(x):
     return torch.where(x < 0, 2.0 * torch.exp(x * x) - erfcx_abs, erfcx_abs)
 
 
+def _chebyshev(kind: str, shifted: bool):
+    """The Chebyshev polynomial of the first to fourth kind ("t", "u", "v", "w"), or its
+    shifted form (at 2x - 1), as eager's special_functions/*.h: 0 for n < 0 (n is
+    truncated to an integer, as eager's cast), eager's values at y = +-1 and for n = 0
+    and 1, and otherwise the closed form in float64 (cos/sin of multiples of acos(y)
+    for |y| < 1, cosh/sinh of acosh(|y|) beyond), which is what eager's recurrence of
+    n steps computes, rounded at every step. Where that recurrence overflows two steps
+    before the end, its last steps subtract infinities: NaN, as eager gives."""
+    def decomposition(x, n):
+        # Eager computes in the promoted dtype, integers as the default float dtype.
+        dtype = torch.promote_types(x.dtype, n.dtype)
+        dtype = dtype if dtype.is_floating_point else torch.get_default_dtype()
+        if dtype not in _NARROW_FLOATS:
+            return NotImplemented
+        x, n = x.to(dtype), n.to(dtype)
+        wide, order = x.to(torch.float64), torch.trunc(n.to(torch.float64))
+        y = 2.0 * wide - 1.0 if shifted else wide
+        result = _chebyshev_closed_form(kind, y, order)
+        before = _chebyshev_closed_form(kind, y, order - 2.0)
+        overflowed = (order >= 2.0) & (before.abs() > torch.finfo(x.dtype).max)
+        result = torch.where(overflowed, math.nan, result)
+        odd = torch.remainder(order, 2.0) == 1.0
+        count = order + 1.0 if kind == "u" else 2.0 * order + 1.0
+        at_one = {"t": 1.0, "u": count, "v": 1.0, "w": count}[kind]
+        at_minus_one = {"t": torch.where(odd, -1.0, 1.0), "u": torch.where(odd, -count, count),
+                        "v": torch.where(odd, -count, count),
+                        "w": torch.where(odd, -1.0, 1.0)}[kind]
+        first = {"t": y, "u": 2.0 * y, "v": 2.0 * y - 1.0, "w": 2.0 * y + 1.0}[kind]
+        result = torch.where(order == 1.0, first, result)
+        result = torch.where(order == 0.0, 1.0, result)
+        result = torch.where(y == -1.0, at_minus_one, torch.where(y == 1.0, at_one, result))
+        # n beyond int64 (or NaN) casts to INT64_MIN in eager: negative, hence 0.
+        valid = (order >= 0.0) & (order < 2.0**63)
+        return torch.where(valid, result, 0.0).to(x.dtype)
+    decomposition.__name__ = f"{'shifted_' if shifted else ''}chebyshev_polynomial_{kind}"
+    return decomposition
+
+
+def _chebyshev_closed_form(kind: str, y, n):
+    """T_n, U_n, V_n or W_n at y (float64, |y| != 1), for integral n >= 0: with
+    y = cos(theta) inside [-1, 1], y = +-cosh(t) outside (the sign to the power n)."""
+    inside = y.abs() < 1.0
+    theta = torch.acos(torch.where(inside, y, 0.0))
+    t = torch.acosh(torch.where(inside, 2.0, y.abs()))
+    # Outside, the kinds at -|y| are (-1)^n times T, U at |y|, and W, V at |y|.
+    negative = ~inside & (y < 0)
+    sign = torch.where(negative & (torch.remainder(n, 2.0) == 1.0), -1.0, 1.0)
+    if kind == "t":
+        return torch.where(inside, torch.cos(n * theta), sign * torch.cosh(n * t))
+    if kind == "u":
+        return torch.where(inside, torch.sin((n + 1.0) * theta) / torch.sin(theta),
+                           sign * torch.sinh((n + 1.0) * t) / torch.sinh(t))
+    half_cos = torch.cos(theta / 2.0)
+    half_sin = torch.sin(theta / 2.0)
+    v_outside = torch.cosh((n + 0.5) * t) / torch.cosh(t / 2.0)
+    w_outside = torch.sinh((n + 0.5) * t) / torch.sinh(t / 2.0)
+    v_inside = torch.cos((n + 0.5) * theta) / half_cos
+    w_inside = torch.sin((n + 0.5) * theta) / half_sin
+    if kind == "v":
+        return torch.where(inside, v_inside, sign * torch.where(negative, w_outside, v_outside))
+    return torch.where(inside, w_inside, sign * torch.where(negative, v_outside, w_outside))
+
+
 def special_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     return {
@@ -739,4 +802,6 @@ def special_decompositions() -> dict:
         aten.special_ndtri.default: ndtri,
         aten.erfinv.default: erfinv,
         aten.special_erfcx.default: erfcx,
+        **{getattr(aten, f"special_{'shifted_' if shifted else ''}chebyshev_polynomial_{kind}")
+           .default: _chebyshev(kind, shifted) for kind in "tuvw" for shifted in (False, True)},
     }

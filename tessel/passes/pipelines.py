@@ -6,6 +6,7 @@ register_pipeline(
     "torch-to-linalg",
     "builtin.module(func.func(torch-match-quantized-custom-ops),"
     "torchdynamo-export-to-torch-backend-pipeline{ extra-library=},"
+    "bitcast-dtype-views,"
     "torch-backend-to-linalg-on-tensors-backend-pipeline)",
     "torch dialect from the FX importer -> linalg-on-tensors (torch-mlir's lowering)",
 )
@@ -14,8 +15,9 @@ register_pipeline(
 # cpu and gpu pipelines; `fuse_tiles` is the fuse-tiles step of each.
 def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul") -> str:
     return (
-        f"generalize-named-ops{{keep={keep}}},"
+        f"generalize-named-ops{{keep={keep}}},trim-window-inputs,"
         "outline-contractions,"
+        "hoist-size-computations,"
         "func.func(linalg-fuse-elementwise-ops),"
         "inline,symbol-dce,"
         # Unit dims (keepdim reductions) would make output maps non-projections: tiling
@@ -33,7 +35,7 @@ register_pipeline(
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.
     + _fusion("fuse-tiles{gemm-epilogues=false}") +
     "tile-for-threads,"
-    "approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels)",
+    "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels)",
     "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",
 )
 
@@ -77,6 +79,7 @@ register_pipeline(
     # rounded once, as eager's opmath does.
     "func.func(math-extend-to-supported-types),"
     "func.func(refback-expand-ops-for-llvm),"
+    "truncate-through-f32,"
     "func.func(arith-expand),"
     "func.func(convert-math-to-llvm),"
     "convert-math-to-libm,"

@@ -22,6 +22,7 @@ from tessel import ir
 
 _BUILTIN_PASS_MODULES = (
     "tessel.passes.approximate_math",
+    "tessel.passes.bitcast_dtype_views",
     "tessel.passes.bufferize",
     "tessel.passes.check_contract",
     "tessel.passes.choose_gpu_blocks",
@@ -33,6 +34,8 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.fuse_gemm_epilogues",
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
+    "tessel.passes.hoist_size_computations",
+    "tessel.passes.hold_half_in_f32",
     "tessel.passes.inline_kernels",
     "tessel.passes.internalize_functions",
     "tessel.passes.launch_with_openmp",
@@ -47,6 +50,8 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.reciprocal_division",
     "tessel.passes.report_failed_checks",
     "tessel.passes.tile_for_threads",
+    "tessel.passes.trim_window_inputs",
+    "tessel.passes.truncate_through_f32",
 )
 
 _passes: dict[str, type[ModulePass]] = {}
