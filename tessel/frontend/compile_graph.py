@@ -383,9 +383,22 @@ def _checking_indices(host, signature: GraphSignature):
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str):
     """The compiled callable for `gm` (boxed, as aot_autograd calls it). Ops tessel
-    cannot compile run eagerly between compiled pieces, with one warning per graph."""
+    cannot compile run eagerly between compiled pieces, with one warning per graph.
+    Whatever tessel raises in here runs the graph eagerly: aot_autograd compiles a
+    backward graph at its first backward call, where nothing else would stop it before
+    the user's `loss.backward()`."""
     reasons: list[str] = []
-    graph_name, compiled = _compile_or_split(gm, options, kind, reasons)
+    try:
+        graph_name, compiled = _compile_or_split(gm, options, kind, reasons)
+    except Exception as error:  # a compiler bug must not break the program
+        if not options.fallback:
+            raise
+        log.debug("tessel: internal error compiling a %s graph", kind, exc_info=True)
+        summary = f"{type(error).__name__}: {_first_error_line(str(error))}"
+        counters.count("graphs_fallback")
+        counters.record_fallback(f"{kind} graph: internal compiler error: {summary}")
+        graph_name, compiled = kind, gm
+        reasons.append(f"graph runs eagerly (internal compiler error: {summary[:240]})")
     if reasons:
         warnings.warn(f"tessel: graph {graph_name}: " + "; ".join(reasons), stacklevel=2)
     return make_boxed_func(compiled)
