@@ -1447,3 +1447,12 @@ def test_index_arithmetic_in_a_kernel_body():
     for actual, expected in zip(compile_triton(fn)(x), fn(x)):
         torch.testing.assert_close(actual, expected)
     assert_compiled()
+
+
+def test_a_reshape_to_zero_dims_passes_its_shape_as_one_tuple():
+    """`x.reshape()` is a TypeError: a 0-d shape is `x.reshape(())` (ELECTRA's
+    binary cross-entropy loss of a training step reshapes to 0-d)."""
+    fn = lambda x: (x * 2).reshape(()) + 1  # noqa: E731
+    x = torch.randn(1, 1)
+    torch.testing.assert_close(compile_triton(fn)(x), fn(x))
+    assert_compiled()
