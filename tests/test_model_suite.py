@@ -6,9 +6,12 @@ import json
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from benchmarks.models import catalog, hf, measure, report, suite, train
 from benchmarks.models.generation import NEW_TOKENS
+from benchmarks.models.interpreter_rounding import rounding_bfloat16_to_nearest_even
 from benchmarks.models.runner import run_row
 
 
@@ -102,6 +105,26 @@ def test_train_rows_run_without_dropout():
     model = train.without_dropout(hf.build_model("hf_bert", tiny=True).train())
     ids = hf.token_ids(model.config, 2, 16, "cpu")
     torch.testing.assert_close(model(ids).logits, model(ids).logits, rtol=0, atol=0)
+
+
+@triton.jit
+def _stored_as_bfloat16(source, destination, size: tl.constexpr):
+    offsets = tl.arange(0, size)
+    tl.store(destination + offsets, tl.load(source + offsets).to(tl.bfloat16))
+
+
+def test_a_row_runs_the_interpreters_bfloat16_conversion_rounding_to_nearest_even():
+    """Triton's interpreter truncates float32 to bfloat16 (a GPU rounds to nearest
+    even): a row, and only a row, runs with the GPU's rounding."""
+    x = torch.randn(1024)
+
+    def converted() -> torch.Tensor:
+        y = torch.empty(1024, dtype=torch.bfloat16)
+        _stored_as_bfloat16[(1,)](x, y, 1024)
+        return y
+    with rounding_bfloat16_to_nearest_even():
+        assert torch.equal(converted(), x.bfloat16())
+    assert not torch.equal(converted(), x.bfloat16())  # Triton's own, outside a row
 
 
 def test_verdict_takes_rounding_and_rejects_a_wrong_output():

@@ -22,6 +22,7 @@ import torch
 from benchmarks.models import catalog, measure
 from benchmarks.models.forward import run_forward
 from benchmarks.models.generation import run_generate
+from benchmarks.models.interpreter_rounding import rounding_bfloat16_to_nearest_even
 from benchmarks.models.train import run_train
 
 BACKENDS = ("inductor", "mlir")
@@ -58,8 +59,9 @@ def run_row(name: str, backend: str, mode: str = "default", device: str = "cpu",
                       options=options, warmup=warmup, repeats=repeats,
                       env=measure.environment(device))
     row.phase("build")
-    RUNS[kind](spec, row, backend, mode, device, measure.DTYPES[dtype], options, tiny,
-               warmup, repeats, lock)
+    with rounding_bfloat16_to_nearest_even():
+        RUNS[kind](spec, row, backend, mode, device, measure.DTYPES[dtype], options, tiny,
+                   warmup, repeats, lock)
     row["wall_s"] = time.perf_counter() - start
     row.phase("done")
     return row
