@@ -81,8 +81,7 @@ def training_batch(spec: catalog.ModelSpec, built: catalog.Built,
     if spec.source == "hf":
         labels = hf.training_labels(spec.name, built.model.config, built.kwargs, device)
         return built.args, built.kwargs | labels, lambda output: output.loss
-    with torch.device(device):
-        targets = vision.class_targets(built.batch_size, device)
+    targets = vision.class_targets(built.batch_size, device)
     return built.args, built.kwargs, lambda output: F.cross_entropy(output, targets)
 
 
