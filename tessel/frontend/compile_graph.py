@@ -548,7 +548,8 @@ def _eager_when_it_fails(host, gm: torch.fx.GraphModule, graph_name: str, option
     - A runtime check of the compiled code fails (sizes torch-mlir's lowering cannot
       handle; see report-failed-checks): that call runs eagerly, warned once per graph.
     - A kernel built at its first launch fails to build: from then on the graph runs
-      split around the nodes that kernel computes (`resplit`), or else eagerly.
+      split around the nodes that kernel computes (`resplit`), or else (no nodes, or
+      the split fails) eagerly.
     - Anything else the compiled code raises: the call runs eagerly. Where eager raises
       too, that is the user's error, raised as eager raises it; where it does not, the
       compiled code has a bug: recorded, warned once, and the graph runs eagerly from
@@ -573,7 +574,11 @@ def _eager_when_it_fails(host, gm: torch.fx.GraphModule, graph_name: str, option
         except KernelBuildFailed as failure:
             if not options.fallback:
                 raise
-            split = resplit(failure.nodes) if failure.nodes and resplit else None
+            try:
+                split = resplit(failure.nodes) if failure.nodes and resplit else None
+            except Exception:  # splitting is best effort; eager is always right
+                log.debug("tessel: could not split graph %s", graph_name, exc_info=True)
+                split = None
             running = gm if split is None else split
             where = (f"{_ops_of(gm, failure.nodes)} run eagerly" if split is not None
                      else "runs eagerly")
