@@ -172,6 +172,36 @@ def test_a_kernel_that_fails_to_build_at_its_first_launch_falls_back_for_its_nod
     assert any("kernel build" in r for r in counters["fallback_reasons"]), counters
 
 
+def test_a_kernel_build_failure_whose_split_raises_runs_the_graph_eagerly(monkeypatch):
+    """A kernel that fails to build at its first launch has its graph split around the
+    nodes it computes; where that split raises (a compiler bug), the graph runs
+    eagerly instead of raising in the user's program."""
+    from tessel.frontend import compile_graph
+    from tessel.targets.base import KernelBuildFailed
+
+    real_compile = CpuTarget.compile
+
+    def failing_to_build_sin(self, *args, **kwargs):
+        _, kernels = real_compile(self, *args, **kwargs)
+
+        def failing(*inputs):
+            raise KernelBuildFailed("an injected build failure", frozenset({"sin"}))
+        return failing, kernels
+
+    def raising_split(*args, **kwargs):
+        raise RuntimeError("an injected split failure")
+
+    monkeypatch.setattr(CpuTarget, "compile", failing_to_build_sin)
+    monkeypatch.setattr(compile_graph, "_split", raising_split)
+    fn = lambda x: torch.sin(x) * 2 + x.sum()  # noqa: E731
+    compiled = torch.compile(fn, backend="mlir")
+    x = torch.randn(16)
+    with pytest.warns(UserWarning, match="injected build failure"):
+        torch.testing.assert_close(compiled(x), fn(x))
+    torch.testing.assert_close(compiled(x + 1), fn(x + 1))
+    assert any("kernel build" in r for r in tessel.stats()["fallback_reasons"])
+
+
 def test_a_copy_to_another_device_is_a_native_op_not_a_fallback():
     """A `.to(device)` across devices (transformers' static cache moves a CPU tensor to
     the GPU) is PyTorch's own copy between compiled pieces."""

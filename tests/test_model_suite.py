@@ -1,14 +1,17 @@
 """The model suite (benchmarks/models/): its list, rows of tiny hf models under the mlir
-backend judged as PyTorch's harness judges them, a generate row, and the suite's
-timeout and resume."""
+backend judged as PyTorch's harness judges them, a generate row, train rows on both
+targets, and the suite's timeout and resume."""
 
 import json
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
-from benchmarks.models import catalog, hf, measure, report, suite
+from benchmarks.models import catalog, hf, measure, report, suite, train
 from benchmarks.models.generation import NEW_TOKENS
+from benchmarks.models.interpreter_rounding import rounding_bfloat16_to_nearest_even
 from benchmarks.models.runner import run_row
 
 
@@ -60,6 +63,80 @@ def test_generate_with_a_compiled_forward_picks_eagers_tokens():
     assert row["graphs_compiled"] >= 1, row
 
 
+def test_list_names_20_train_models_of_every_source_and_a_few_fp32_rows():
+    specs = [s for s in catalog.load_catalog() if s.kind == "train"]
+    autocast = {s.name for s in specs if s.dtype is None}
+    fp32 = {s.name for s in specs if s.dtype == "fp32"}
+    assert len(autocast) >= 20
+    assert {s.source for s in specs} == set(catalog.SOURCES)
+    assert fp32 and fp32 <= autocast
+    assert "hf_dinov2" not in autocast  # no loss head: hf.training_labels refuses it
+
+
+def test_a_train_row_pinned_to_fp32_runs_once_in_an_fp32_run():
+    def dtypes(*argv):
+        args = suite.parse_args(["--kinds", "train", "--models", "hf_bert", "--backends",
+                                 "mlir", *argv])
+        return sorted(task.dtype for task in suite.tasks_of(args))
+    assert dtypes() == ["fp32"]  # the CPU's default dtype
+    assert dtypes("--dtype", "bf16") == ["bf16", "fp32"]
+
+
+@pytest.mark.parametrize("name, dtype, options", [
+    ("hf_bert", "fp32", None),
+    # bf16 autocast, kernels in Triton's interpreter (conftest sets TRITON_INTERPRET=1)
+    ("hf_gpt2", "bf16", {"target": "triton"}),
+])
+def test_tiny_train_row_compiles_forward_and_backward(name, dtype, options, monkeypatch,
+                                                      tmp_path):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    row = run_row(name, "mlir", dtype=dtype, kind="train", options=options, tiny=True,
+                  warmup=1, repeats=0)
+    assert row["status"] == "pass", row
+    assert row["reference"] == "fp64"
+    assert row["forward_graphs_compiled"] >= 1 and row["backward_graphs_compiled"] >= 1, row
+    assert report.nothing_eager(row), row["fallback_reasons"]
+
+
+def test_train_verdict_names_a_wrong_gradient():
+    torch.manual_seed(0)
+    fp64 = {"loss": torch.tensor(2.0, dtype=torch.float64),
+            "grad['w.grad']": torch.randn(64, dtype=torch.float64)}
+    eager = {name: t.float() for name, t in fp64.items()}
+    wrong = dict(eager, **{"grad['w.grad']": eager["grad['w.grad']"] * 1.5})
+    assert train.inaccurate(eager, dict(eager), fp64, "cpu") == []
+    assert train.inaccurate(eager, wrong, fp64, "cpu") == ["grad['w.grad']"]
+
+
+def test_train_rows_run_without_dropout():
+    """Two forward calls of a model in train mode give the same output: dropout, in
+    its modules and in the attention probabilities the config holds, is off."""
+    torch.manual_seed(0)
+    model = train.without_dropout(hf.build_model("hf_bert", tiny=True).train())
+    ids = hf.token_ids(model.config, 2, 16, "cpu")
+    torch.testing.assert_close(model(ids).logits, model(ids).logits, rtol=0, atol=0)
+
+
+@triton.jit
+def _stored_as_bfloat16(source, destination, size: tl.constexpr):
+    offsets = tl.arange(0, size)
+    tl.store(destination + offsets, tl.load(source + offsets).to(tl.bfloat16))
+
+
+def test_a_row_runs_the_interpreters_bfloat16_conversion_rounding_to_nearest_even():
+    """Triton's interpreter truncates float32 to bfloat16 (a GPU rounds to nearest
+    even): a row, and only a row, runs with the GPU's rounding."""
+    x = torch.randn(1024)
+
+    def converted() -> torch.Tensor:
+        y = torch.empty(1024, dtype=torch.bfloat16)
+        _stored_as_bfloat16[(1,)](x, y, 1024)
+        return y
+    with rounding_bfloat16_to_nearest_even():
+        assert torch.equal(converted(), x.bfloat16())
+    assert not torch.equal(converted(), x.bfloat16())  # Triton's own, outside a row
+
+
 def test_verdict_takes_rounding_and_rejects_a_wrong_output():
     torch.manual_seed(0)
     fp64 = torch.randn(4, 64, dtype=torch.float64)
@@ -74,8 +151,8 @@ def test_verdict_takes_rounding_and_rejects_a_wrong_output():
 
 def test_ratio_to_inductor_normalizes_by_each_rows_eager():
     def row(backend, speedup, status="pass"):
-        return {"model": "m", "kind": "forward", "mode": "default", "backend": backend,
-                "status": status, "speedup": speedup,
+        return {"model": "m", "kind": "forward", "dtype": "bf16", "mode": "default",
+                "backend": backend, "status": status, "speedup": speedup,
                 "peak_memory": 100 if backend == "mlir" else 200}
     rows = [row("inductor", 4.0), row("mlir", 2.0)]
     report.add_derived(rows)
@@ -84,6 +161,14 @@ def test_ratio_to_inductor_normalizes_by_each_rows_eager():
     rows = [row("inductor", 4.0, "fail_accuracy"), row("mlir", 2.0)]
     report.add_derived(rows)
     assert "vs_inductor" not in rows[1]
+
+
+def test_a_train_row_runs_nothing_eagerly_only_with_a_compiled_backward():
+    row = {"model": "m", "kind": "train", "backend": "mlir", "graphs_compiled": 2,
+           "forward_graphs_compiled": 2, "backward_graphs_compiled": 0, "graphs_fallback": 0,
+           "fallback_reasons": []}
+    assert not report.nothing_eager(row)
+    assert report.nothing_eager(row | {"backward_graphs_compiled": 1})
 
 
 def test_suite_records_a_timeout_and_skips_it_when_run_again(tmp_path):

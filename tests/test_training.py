@@ -103,3 +103,96 @@ def test_an_optimizer_step_writes_parameters_and_states_with_one_foreach_copy(de
     for compiled, eager in zip(compiled_params, eager_params):
         torch.testing.assert_close(compiled, eager)
     assert_compiled(min_graphs=2)
+
+
+@pytest.mark.parametrize("target, mode", [("cpu", "default"), ("triton", "reduce-overhead")])
+@pytest.mark.parametrize("role", ["forward", "backward", "inference"])
+def test_a_graph_of_a_compiled_train_step_that_raises_leaves_training_right(
+        role, target, mode, monkeypatch, tmp_path):
+    """Nothing a compiled graph raises at run time reaches the user in training: in a
+    whole compiled train step, the forward, its backward or the optimizer's step (an
+    inference graph) raises from its second call on; the step goes on eagerly, with
+    eager's losses, gradients and parameters, and the failure is a recorded fallback.
+    On the Triton target (kernels in its interpreter), reduce-overhead runs the
+    forward and backward through the CUDA graph trees' wrapper."""
+    from tessel.targets.cpu.target import CpuTarget
+    from tessel.targets.triton.target import TritonTarget
+
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))  # a cached graph skips compile
+    target_class = CpuTarget if target == "cpu" else TritonTarget
+    real_compile = target_class.compile
+    calls = []
+
+    def raising_from_the_second_call(self, module, signature, options, stages, cache_key=None):
+        host, kernels = real_compile(self, module, signature, options, stages, cache_key)
+        if signature.role != role:
+            return host, kernels
+
+        def raising(*inputs):
+            calls.append(len(inputs))
+            if len(calls) > 1:
+                raise RuntimeError(f"an injected {role} failure")
+            return host(*inputs)
+        return raising, kernels
+
+    monkeypatch.setattr(target_class, "compile", raising_from_the_second_call)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32),
+                                torch.nn.GELU(), torch.nn.Linear(32, 4))
+    reference = copy.deepcopy(model)
+
+    def train_step(net):
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
+
+        def step(x, y):
+            optimizer.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+        return step
+    compiled_step = torch.compile(train_step(model), backend="mlir",
+                                  options={"target": target, "mode": mode})
+    eager_step = train_step(reference)
+
+    def three_steps_alongside_eager():
+        for _ in range(3):
+            x, y = torch.randn(8, 16), torch.randn(8, 4)
+            torch.testing.assert_close(compiled_step(x, y), eager_step(x, y))
+            for actual, expected in zip(model.parameters(), reference.parameters()):
+                torch.testing.assert_close(actual.grad, expected.grad)
+                torch.testing.assert_close(actual, expected)
+    with pytest.warns(UserWarning, match=f"injected {role} failure"):
+        three_steps_alongside_eager()
+    assert len(calls) == 2, "the graph's compiled code ran again after it raised"
+    counters = tessel.stats()
+    assert counters["backward_graphs_compiled"] >= 1, counters
+    assert any(f"injected {role} failure" in r for r in counters["fallback_reasons"]), counters
+
+
+def test_a_backward_graph_whose_compiler_raises_runs_eagerly(monkeypatch):
+    """aot_autograd compiles a backward graph at its first backward call: an exception
+    out of tessel's compiler there would reach the user's `loss.backward()`. It runs the
+    graph eagerly instead, its failure a recorded fallback."""
+    from tessel.frontend import compile_graph
+
+    real_native_ops_in = compile_graph.native_ops_in
+
+    def raising_for_backward(gm):
+        if any(n.op == "placeholder" and n.name.startswith("tangents") for n in gm.graph.nodes):
+            raise RuntimeError("an injected compiler failure")
+        return real_native_ops_in(gm)
+
+    monkeypatch.setattr(compile_graph, "native_ops_in", raising_for_backward)
+    model, inputs = mlp()
+    reference = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="mlir")
+    with pytest.warns(UserWarning, match="injected compiler failure"):
+        compiled(*inputs).square().mean().backward()
+    reference(*inputs).square().mean().backward()
+    for actual, expected in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(actual.grad, expected.grad)
+    counters = tessel.stats()
+    assert counters["forward_graphs_compiled"] == 1, counters
+    assert counters["graphs_fallback"] == 1, counters
+    assert any("injected compiler failure" in r for r in counters["fallback_reasons"]), counters

@@ -1520,3 +1520,12 @@ def test_only_images_are_channels_last(tmp_path):
                                           tmp_path / "sequences")
     assert "(2, 16, 32,), (512, 1, 16,)" in host             # gelu(conv1d): NLC
     assert "(r % 16) * in0_stride1" in kernels               # channels fastest
+
+
+def test_a_reshape_to_zero_dims_passes_its_shape_as_one_tuple():
+    """`x.reshape()` is a TypeError: a 0-d shape is `x.reshape(())` (ELECTRA's
+    binary cross-entropy loss of a training step reshapes to 0-d)."""
+    fn = lambda x: (x * 2).reshape(()) + 1  # noqa: E731
+    x = torch.randn(1, 1)
+    torch.testing.assert_close(compile_triton(fn)(x), fn(x))
+    assert_compiled()

@@ -1,9 +1,10 @@
 """The suite's list of models (models.csv) and how each one is built with its inputs.
 
 A row of models.csv names a model, its source (torchvision, timm or hf), its kind
-(forward: one inference call; generate: `generate()` with a static cache) and the GPU
-run's batch size and input size. A CPU run takes smaller inputs (cpu_shape), and a tiny
-build (tests, smoke runs) tiny configs and inputs.
+(forward: one inference call; generate: `generate()` with a static cache; train: one
+training step), the GPU run's batch size and input size, and optionally the dtype the
+row always runs in (empty: the run's). A CPU run takes smaller inputs (input_shape),
+and a tiny build (tests, smoke runs) tiny configs and inputs.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import torch
 from torch import nn
 
 from benchmarks.models import hf, vision
+from benchmarks.models.measure import DTYPES
 
 LIST_FILE = Path(__file__).with_name("models.csv")
 SOURCES = ("torchvision", "timm", "hf")
-KINDS = ("forward", "generate")
+KINDS = ("forward", "generate", "train")
 SOURCE_PACKAGES = {"torchvision": "torchvision", "timm": "timm", "hf": "transformers"}
 # A CPU run's inputs: 2 images at the listed size, or 2 sequences of at most 128 tokens.
 CPU_BATCH = 2
@@ -34,6 +36,11 @@ class ModelSpec:
     kind: str
     batch_size: int
     size: int       # image side in pixels, or tokens (the prompt's, for generate)
+    dtype: str | None = None  # the dtype of every run of this row; None: the run's
+
+    def dtype_in(self, run_dtype: str) -> str:
+        """The dtype this row runs in, in a run of `run_dtype`."""
+        return self.dtype or run_dtype
 
     @property
     def takes_images(self) -> bool:
@@ -55,10 +62,11 @@ def load_catalog(path: Path = LIST_FILE) -> list[ModelSpec]:
     specs = []
     for row in csv.DictReader(lines):
         spec = ModelSpec(row["name"], row["source"], row["kind"], int(row["batch_size"]),
-                         int(row["size"]))
-        if spec.source not in SOURCES or spec.kind not in KINDS:
+                         int(row["size"]), row.get("dtype") or None)
+        if spec.source not in SOURCES or spec.kind not in KINDS or spec.dtype not in (
+                None, *DTYPES):
             raise ValueError(f"{path}: {spec}: source must be one of {SOURCES}, "
-                             f"kind one of {KINDS}")
+                             f"kind one of {KINDS}, dtype empty or one of {tuple(DTYPES)}")
         if spec.source == "hf" and spec.name not in hf.MODELS:
             raise ValueError(f"{path}: {spec.name} has no config in benchmarks/models/hf.py")
         specs.append(spec)

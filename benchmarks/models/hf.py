@@ -216,3 +216,22 @@ def build_inputs(name: str, config, batch: int, size: int, device) -> dict:
         return {"input_features": torch.randn(batch, config.num_mel_bins, frames, device=device),
                 "decoder_input_ids": token_ids(config, batch, size, device)}
     return {"pixel_values": torch.randn(batch, config.num_channels, size, size, device=device)}
+
+
+def training_labels(name: str, config, inputs: dict, device) -> dict:
+    """The `labels` of a training step, from which the model computes its own loss, as
+    PyTorch's huggingface.py passes them: the input tokens (language models; a seq2seq
+    or speech model's decoder tokens), one class per image or per pixel (segmentation),
+    a 0 or 1 per token (ELECTRA's replaced-token detection). A model without a loss
+    head (Dinov2Model) has no training row."""
+    entry = MODELS[name]
+    if entry.model == "Dinov2Model":
+        raise ValueError(f"{name} ({entry.model}) has no loss head to train")
+    if entry.model == "ElectraForPreTraining":
+        return {"labels": torch.randint(2, inputs["input_ids"].shape, device=device)}
+    if entry.inputs == "image":
+        pixels = inputs["pixel_values"]
+        shape = (pixels.shape[0], *pixels.shape[2:]) if "Segmentation" in entry.model else (
+            pixels.shape[0],)
+        return {"labels": torch.randint(config.num_labels, shape, device=device)}
+    return {"labels": inputs.get("decoder_input_ids", inputs.get("input_ids"))}

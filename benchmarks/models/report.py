@@ -2,8 +2,8 @@
 
     python -m benchmarks.models.report RESULTS.jsonl [--output-dir benchmarks/results]
 
-writes models_<device>.csv, .md and .png (the plot where matplotlib is installed). Per
-backend and mode: the pass rate, how many mlir rows ran nothing eagerly but native ops,
+writes models_<device>.csv, .md and .png, and models_<device>_train.png for the train rows
+(the plots where matplotlib is installed). Per kind, dtype, backend and mode: the pass rate, how many mlir rows ran nothing eagerly but native ops,
 the geomean speedup over eager and how many models ran slower than 0.95x eager, the
 geomean ratio to Inductor, the mean first-call seconds and the geomean peak memory
 against Inductor's. Performance figures are over passing rows only, as in PyTorch's
@@ -25,11 +25,12 @@ from benchmarks.run import fmt, geomean, ratio, table
 
 SLOWER = 0.95                   # a speedup below this counts as slower than eager
 REASONS_CHARS = 120             # fallback reasons and errors, truncated in the Markdown
-COLUMNS = ("model", "source", "kind", "backend", "mode", "status", "speedup",
+COLUMNS = ("model", "source", "kind", "dtype", "backend", "mode", "status", "speedup",
            "vs_inductor", "eager_ms", "compiled_ms", "first_call_s", "graphs_compiled",
-           "graphs_split", "graphs_fallback", "kernels", "dynamo_graphs", "graph_breaks",
-           "peak_memory_mib", "memory_vs_inductor", "nothing_eager", "eager_tokens_per_s",
-           "tokens_per_s", "matching_tokens", "reference", "max_abs_error", "fallback_reasons",
+           "forward_graphs_compiled", "backward_graphs_compiled", "graphs_split",
+           "graphs_fallback", "kernels", "dynamo_graphs", "graph_breaks", "peak_memory_mib",
+           "memory_vs_inductor", "nothing_eager", "eager_tokens_per_s", "tokens_per_s",
+           "matching_tokens", "reference", "max_abs_error", "inaccurate", "fallback_reasons",
            "native_ops", "error")
 
 
@@ -45,22 +46,24 @@ def load_rows(path: Path) -> list[dict]:
 
 def nothing_eager(row: dict) -> bool | None:
     """For an mlir row that ran: whether tessel compiled every graph, leaving to PyTorch
-    only the ops it leaves native by choice (native_ops)."""
+    only the ops it leaves native by choice (native_ops); for a train row, a backward
+    graph among them."""
     if row["backend"] != "mlir" or "graphs_compiled" not in row:
         return None
+    backward = row["kind"] != "train" or row.get("backward_graphs_compiled", 0) >= 1
     return (not row["fallback_reasons"] and row["graphs_fallback"] == 0
-            and row["graphs_compiled"] >= 1)
+            and row["graphs_compiled"] >= 1 and backward)
 
 
 def add_derived(rows: list[dict]) -> None:
     """Per mlir row, its ratio to the inductor row of the same model and mode (speedup and
     peak memory); per row, peak memory in MiB and nothing_eager."""
-    by_key = {(r["model"], r["kind"], r["mode"], r["backend"]): r for r in rows}
+    by_key = {(r["model"], r["kind"], r["dtype"], r["mode"], r["backend"]): r for r in rows}
     for row in rows:
         row["nothing_eager"] = nothing_eager(row)
         peak = row.get("peak_memory")
         row["peak_memory_mib"] = None if peak is None else peak / 2**20
-        inductor = by_key.get((row["model"], row["kind"], row["mode"], "inductor"))
+        inductor = by_key.get((row["model"], row["kind"], row["dtype"], row["mode"], "inductor"))
         if row["backend"] == "mlir" and inductor and passed(row) and passed(inductor):
             row["vs_inductor"] = ratio(row.get("speedup"), inductor.get("speedup"))
             row["memory_vs_inductor"] = ratio(peak, inductor.get("peak_memory"))
@@ -71,17 +74,18 @@ def passed(row: dict) -> bool:
 
 
 def summary(rows: list[dict]) -> list[dict]:
-    """One line per kind, backend and mode."""
+    """One line per kind, dtype, backend and mode."""
     lines = []
-    groups = sorted({(r["kind"], r["backend"], r["mode"]) for r in rows})
-    for kind, backend, mode in groups:
-        group = [r for r in rows if (r["kind"], r["backend"], r["mode"]) == (kind, backend, mode)]
+    groups = sorted({(r["kind"], r["dtype"], r["backend"], r["mode"]) for r in rows})
+    for kind, dtype, backend, mode in groups:
+        group = [r for r in rows
+                 if (r["kind"], r["dtype"], r["backend"], r["mode"]) == (kind, dtype, backend, mode)]
         good = [r for r in group if passed(r)]
         speedups = [r["speedup"] for r in good if r.get("speedup")]
         first_calls = [r["first_call_s"] for r in group if r.get("first_call_s") is not None]
         eager_free = [r for r in group if r["nothing_eager"]]
         lines.append({
-            "kind": kind, "backend": backend, "mode": mode,
+            "kind": kind, "dtype": dtype, "backend": backend, "mode": mode,
             "pass": f"{len(good)}/{len(group)}",
             "statuses": {s: n for s in STATUSES if (n := sum(r["status"] == s for r in group))},
             "nothing_eager": f"{len(eager_free)}/{len(group)}" if backend == "mlir" else None,
@@ -135,10 +139,10 @@ def bool_cell(value) -> str:
 def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
     out = [f"# Model suite on {device}", ""] + header(rows) + ["", "## Summary", ""]
     out += table(
-        ["kind", "backend", "mode", "pass", "statuses", "nothing eager but native ops",
+        ["kind", "dtype", "backend", "mode", "pass", "statuses", "nothing eager but native ops",
          "geomean speedup over eager", f"slower than {SLOWER}x eager",
          "geomean mlir / inductor", "mean first call s", "geomean peak memory / inductor's"],
-        [[s["kind"], s["backend"], s["mode"], s["pass"],
+        [[s["kind"], s["dtype"], s["backend"], s["mode"], s["pass"],
           ", ".join(f"{k} {v}" for k, v in s["statuses"].items()), s["nothing_eager"] or "—",
           fmt(s["geomean_speedup"], ".2f", "x"), str(s["slower_than_eager"]),
           fmt(s["geomean_vs_inductor"], ".2f", "x"), fmt(s["mean_first_call_s"], ".1f"),
@@ -170,13 +174,31 @@ def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
               bool_cell(r.get("first_logits_same")), fmt(r.get("first_call_s"), ".1f"),
               truncated(r.get("error") or r.get("fallback_reasons"))]
              for r in generate])
+    train = [r for r in rows if r["kind"] == "train"]
+    if train:
+        out += ["", ("## Train rows (one step: zero_grad, forward, loss, backward, SGD step; "
+                     "bf16 = autocast)"), ""]
+        out += table(
+            ["model", "source", "dtype", "mode", "backend", "status", "step speedup",
+             "vs inductor", "first step s",
+             "graphs compiled (forward / backward) / split / fallback", "kernels", "peak MiB",
+             "inaccurate tensors, fallback reasons or error"],
+            [[r["model"], r["source"], r["dtype"], r["mode"], r["backend"], r["status"],
+              fmt(r.get("speedup"), ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
+              fmt(r.get("first_call_s"), ".1f"), graphs_cell(r), str(r.get("kernels", "—")),
+              fmt(r["peak_memory_mib"], ".0f"),
+              truncated(r.get("error") or r.get("inaccurate") or r.get("fallback_reasons"))]
+             for r in train])
     return "\n".join(out) + "\n"
 
 
 def graphs_cell(row: dict) -> str:
     if "graphs_compiled" not in row:
         return "—"
-    return f"{row['graphs_compiled']} / {row['graphs_split']} / {row['graphs_fallback']}"
+    compiled = str(row["graphs_compiled"])
+    if row["kind"] == "train":
+        compiled += f" ({row['forward_graphs_compiled']} / {row['backward_graphs_compiled']})"
+    return f"{compiled} / {row['graphs_split']} / {row['graphs_fallback']}"
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
@@ -189,6 +211,8 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 def plot_label(row: dict) -> str:
+    if row["kind"] == "train":
+        return f"{row['model']} ({row['dtype']})"
     return row["model"] if row["kind"] == "forward" else f"{row['model']} (generate)"
 
 
@@ -245,9 +269,13 @@ def main(argv: list[str] | None = None) -> None:
     write_csv(rows, stem.with_suffix(".csv"))
     title = distinct(rows, lambda r: r.get("env", {}).get("gpu") or r.get("env", {}).get("cpu"))
     written = [stem.with_suffix(".md"), stem.with_suffix(".csv")]
-    if plot(rows, stem.with_suffix(".png"), title):
-        written.append(stem.with_suffix(".png"))
-    print("\n".join(report.split("\n## Forward rows")[0].splitlines()))
+    inference = [r for r in rows if r["kind"] != "train"]
+    train = [r for r in rows if r["kind"] == "train"]
+    for plotted, path, what in ((inference, stem.with_suffix(".png"), "inference"),
+                                (train, stem.with_name(f"{stem.name}_train.png"), "train step")):
+        if plotted and plot(plotted, path, f"{title}, {what}"):
+            written.append(path)
+    print("\n## ".join(report.split("\n## ")[:2]).rstrip())  # the header and the summary
     print("wrote " + ", ".join(map(str, written)))
 
 

@@ -22,19 +22,23 @@ import torch
 from benchmarks.models import catalog, measure
 from benchmarks.models.forward import run_forward
 from benchmarks.models.generation import run_generate
+from benchmarks.models.interpreter_rounding import rounding_bfloat16_to_nearest_even
+from benchmarks.models.train import run_train
 
 BACKENDS = ("inductor", "mlir")
 MODES = ("default", "reduce-overhead")
 WARMUP = 3
 REPEATS = 15
-RUNS = {"forward": run_forward, "generate": run_generate}
+RUNS = {"forward": run_forward, "generate": run_generate, "train": run_train}
 
 
-def find_spec(name: str, kind: str) -> catalog.ModelSpec:
-    for spec in catalog.load_catalog():
-        if (spec.name, spec.kind) == (name, kind):
-            return spec
-    raise KeyError(f"no {kind} model {name!r} in {catalog.LIST_FILE}")
+def find_spec(name: str, kind: str, dtype: str) -> catalog.ModelSpec:
+    """The row of `name` and `kind` that runs in `dtype`: one pinned to it first."""
+    specs = [s for s in catalog.load_catalog() if (s.name, s.kind) == (name, kind)
+             and s.dtype in (dtype, None)]
+    if not specs:
+        raise KeyError(f"no {kind} model {name!r} in {dtype} in {catalog.LIST_FILE}")
+    return min(specs, key=lambda s: s.dtype is None)
 
 
 def run_row(name: str, backend: str, mode: str = "default", device: str = "cpu",
@@ -48,15 +52,16 @@ def run_row(name: str, backend: str, mode: str = "default", device: str = "cpu",
         raise ValueError(f"backend must be one of {BACKENDS}, mode one of {MODES}")
     if warmup < 1 or repeats < 0:
         raise ValueError("warmup must be at least 1, repeats at least 0 (0: no timing)")
-    spec = find_spec(name, kind)
+    spec = find_spec(name, kind, dtype)
     start = time.perf_counter()
     row = measure.Row(row_file, model=name, source=spec.source, kind=kind, backend=backend,
                       mode=mode, device=torch.device(device).type, dtype=dtype, tiny=tiny,
                       options=options, warmup=warmup, repeats=repeats,
                       env=measure.environment(device))
     row.phase("build")
-    RUNS[kind](spec, row, backend, mode, device, measure.DTYPES[dtype], options, tiny,
-               warmup, repeats, lock)
+    with rounding_bfloat16_to_nearest_even():
+        RUNS[kind](spec, row, backend, mode, device, measure.DTYPES[dtype], options, tiny,
+                   warmup, repeats, lock)
     row["wall_s"] = time.perf_counter() - start
     row.phase("done")
     return row

@@ -46,21 +46,23 @@ class Task:
     spec: catalog.ModelSpec
     backend: str
     mode: str
+    dtype: str      # the run's, or the one its row is pinned to
 
     @property
     def label(self) -> str:
         kind = "" if self.spec.kind == "forward" else f" {self.spec.kind}"
-        return f"{self.spec.name}{kind} {self.backend} {self.mode}"
+        dtype = f" {self.dtype}" if self.spec.dtype else ""
+        return f"{self.spec.name}{kind}{dtype} {self.backend} {self.mode}"
 
     @property
     def file_stem(self) -> str:
-        return f"{self.spec.name}.{self.spec.kind}.{self.backend}.{self.mode}"
+        return f"{self.spec.name}.{self.spec.kind}.{self.dtype}.{self.backend}.{self.mode}"
 
     def fields(self, args: argparse.Namespace) -> dict:
         """The row's fields that say what it measured (row_key's)."""
         return {"model": self.spec.name, "source": self.spec.source, "kind": self.spec.kind,
                 "backend": self.backend, "mode": self.mode, "device": args.device.split(":")[0],
-                "dtype": args.dtype, "tiny": args.tiny, "options": args.options}
+                "dtype": self.dtype, "tiny": args.tiny, "options": args.options}
 
 
 def row_key(row: dict) -> tuple:
@@ -92,10 +94,15 @@ def selected(specs: list[catalog.ModelSpec], patterns: list[str] | None,
 
 def tasks_of(args: argparse.Namespace) -> list[Task]:
     specs = selected(catalog.load_catalog(), args.models, args.kinds)
-    tasks = [Task(spec, backend, mode)
-             for spec in specs for mode in args.modes for backend in args.backends]
+    tasks: dict[tuple, Task] = {}
+    for spec in specs:
+        for mode in args.modes:
+            for backend in args.backends:
+                task = Task(spec, backend, mode, spec.dtype_in(args.dtype))
+                # A row pinned to the run's own dtype is the model's unpinned row again.
+                tasks.setdefault((spec.name, spec.kind, task.dtype, backend, mode), task)
     shard, shards = args.shard
-    return tasks[shard - 1::shards]
+    return list(tasks.values())[shard - 1::shards]
 
 
 def done_keys(results: Path) -> set[tuple]:
@@ -124,7 +131,7 @@ class Process:
         command = [sys.executable, "-m", "benchmarks.models.runner",
                    "--model", task.spec.name, "--kind", task.spec.kind,
                    "--backend", task.backend, "--mode", task.mode, "--device", args.device,
-                   "--dtype", args.dtype, "--warmup", str(args.warmup),
+                   "--dtype", task.dtype, "--warmup", str(args.warmup),
                    "--repeats", str(args.repeats), "--threads", str(threads),
                    "--lock", str(LOCK), "--row-file", str(self.row_file)]
         if args.tiny:
@@ -257,7 +264,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--dtype", choices=("bf16", "fp32"), default=None,
-                        help="default: bf16 on cuda, fp32 on cpu")
+                        help="default: bf16 on cuda, fp32 on cpu; rows of models.csv that name "
+                             "a dtype run in theirs (a train row: bf16 autocast or fp32)")
     parser.add_argument("--modes", type=comma_list(MODES), default=None,
                         help="default: default,reduce-overhead on cuda, default on cpu "
                              "(reduce-overhead replays CUDA graphs: only CUDA has them)")
@@ -267,7 +275,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="comma-separated names or fnmatch patterns (hf_*); default: all")
     parser.add_argument("--kinds", type=comma_list(catalog.KINDS), default=list(catalog.KINDS),
                         help="forward (one inference call), generate (generate() with a static "
-                             "cache); default: both")
+                             "cache), train (one training step); default: all")
     parser.add_argument("--shard", type=shard_arg, default=(1, 1),
                         help="i/n: every n-th row from the i-th (1-based)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per row")

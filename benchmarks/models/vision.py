@@ -7,6 +7,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+# The classes of every torchvision and timm classifier of the suite (ImageNet's).
+CLASSES = 1000
+
 
 def torchvision_model(name: str) -> nn.Module:
     import torchvision  # here, not at the top: a CPU run has no torchvision
@@ -22,3 +25,8 @@ def timm_model(name: str) -> nn.Module:
 
 def image_batch(batch: int, size: int, device) -> torch.Tensor:
     return torch.randn(batch, 3, size, size, device=device)
+
+
+def class_targets(batch: int, device) -> torch.Tensor:
+    """A training step's targets: one class per image."""
+    return torch.randint(CLASSES, (batch,), device=device)

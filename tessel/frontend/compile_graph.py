@@ -392,9 +392,22 @@ def _checking_indices(host, signature: GraphSignature):
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, kind: str):
     """The compiled callable for `gm` (boxed, as aot_autograd calls it). Ops tessel
-    cannot compile run eagerly between compiled pieces, with one warning per graph."""
+    cannot compile run eagerly between compiled pieces, with one warning per graph.
+    Whatever tessel raises in here runs the graph eagerly: aot_autograd compiles a
+    backward graph at its first backward call, where nothing else would stop it before
+    the user's `loss.backward()`."""
     reasons: list[str] = []
-    graph_name, compiled = _compile_or_split(gm, options, kind, reasons)
+    try:
+        graph_name, compiled = _compile_or_split(gm, options, kind, reasons)
+    except Exception as error:  # a compiler bug must not break the program
+        if not options.fallback:
+            raise
+        log.debug("tessel: internal error compiling a %s graph", kind, exc_info=True)
+        summary = f"{type(error).__name__}: {_first_error_line(str(error))}"
+        counters.count("graphs_fallback")
+        counters.record_fallback(f"{kind} graph: internal compiler error: {summary}")
+        graph_name, compiled = kind, gm
+        reasons.append(f"graph runs eagerly (internal compiler error: {summary[:240]})")
     if reasons:
         warnings.warn(f"tessel: graph {graph_name}: " + "; ".join(reasons), stacklevel=2)
     return make_boxed_func(compiled)
@@ -551,7 +564,8 @@ def _eager_when_it_fails(host, gm: torch.fx.GraphModule, graph_name: str, option
     - A runtime check of the compiled code fails (sizes torch-mlir's lowering cannot
       handle; see report-failed-checks): that call runs eagerly, warned once per graph.
     - A kernel built at its first launch fails to build: from then on the graph runs
-      split around the nodes that kernel computes (`resplit`), or else eagerly.
+      split around the nodes that kernel computes (`resplit`), or else (no nodes, or
+      the split fails) eagerly.
     - Anything else the compiled code raises: the call runs eagerly. Where eager raises
       too, that is the user's error, raised as eager raises it; where it does not, the
       compiled code has a bug: recorded, warned once, and the graph runs eagerly from
@@ -576,7 +590,11 @@ def _eager_when_it_fails(host, gm: torch.fx.GraphModule, graph_name: str, option
         except KernelBuildFailed as failure:
             if not options.fallback:
                 raise
-            split = resplit(failure.nodes) if failure.nodes and resplit else None
+            try:
+                split = resplit(failure.nodes) if failure.nodes and resplit else None
+            except Exception:  # splitting is best effort; eager is always right
+                log.debug("tessel: could not split graph %s", graph_name, exc_info=True)
+                split = None
             running = gm if split is None else split
             where = (f"{_ops_of(gm, failure.nodes)} run eagerly" if split is not None
                      else "runs eagerly")

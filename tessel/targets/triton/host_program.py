@@ -356,7 +356,7 @@ class _HostWriter:
         elif op.name in _VIEWS:
             shape = self.shape_of(op.results[0])
             self.view(op.results[0], op.operands[0],
-                      f"{self.name_of(op.operands[0])}.reshape{_shape_text(shape)}")
+                      f"{self.name_of(op.operands[0])}.reshape({_shape_text(shape)})")
         elif op.name == "tensor.pad":
             if op.results[0] not in self.folded_pads:
                 self.pad(op)
@@ -592,7 +592,7 @@ class _HostWriter:
         return (f"torch.convolution({self.name_of(image)}.reshape({n}, {groups * c}, {h}, {w}), "
                 f"{self.name_of(weight)}.reshape({groups * f}, {c}, {kh}, {kw}), None, "
                 f"{strides}, (0, 0), {dilations}, False, (0, 0), {groups})"
-                f".reshape{_shape_text(result)}")
+                f".reshape({_shape_text(result)})")
 
     def concat(self, op: ir.Operation) -> None:
         """torch.cat, or, for a concat in a chain (_concat_chains), a view of the chain's
@@ -631,7 +631,7 @@ class _HostWriter:
         items, slice_shape = self.slice_items(op, first_dynamic=1)
         view = f"{self.name_of(op.operands[0])}[{items}]"
         shape = self.shape_of(op.results[0])
-        return view if shape == slice_shape else f"{view}.reshape{_shape_text(shape)}"
+        return view if shape == slice_shape else f"{view}.reshape({_shape_text(shape)})"
 
     def insert_slice(self, op: ir.Operation) -> None:
         """tensor.insert_slice as a copy of the destination with the source copied into a
@@ -639,7 +639,7 @@ class _HostWriter:
         items, slice_shape = self.slice_items(op, first_dynamic=2)
         buffer = self.assign(op.results[0], f"{self.name_of(op.operands[1])}.clone()")
         self.lines.append(f"{buffer}[{items}] = "
-                          f"{self.name_of(op.operands[0])}.reshape{_shape_text(slice_shape)}")
+                          f"{self.name_of(op.operands[0])}.reshape({_shape_text(slice_shape)})")
 
     def slice_items(self, op: ir.Operation, first_dynamic: int) -> tuple[str, list]:
         """The `a:b:s, ...` index of a slice op's offsets, sizes and strides (static, or
