@@ -60,7 +60,9 @@ def test_opinfo_op_matches_eager(mode, name):
 # changed between calls: constant_arguments, and a grouped one's channels per group
 # under symbolic sizes: hoist-size-computations; ceil_mode pooling with a unit output
 # dim: trim-window-inputs; Chebyshev polynomials: special_functions; float bits:
-# bitcast-dtype-views, lowerable_decompositions' nextafter and frexp).
+# bitcast-dtype-views, lowerable_decompositions' nextafter and frexp; a size that
+# changed between calls: constant_arguments; bf16 and integer convolutions:
+# convolutions-to-gemm).
 COMPILES = [("fp32", "take"), ("fp32", "median"), ("int64", "nanmedian"),
             ("fp32", "std_mean"), ("fp32", "masked_fill"),
             ("fp32", "nn.functional.adaptive_avg_pool2d"),
@@ -70,7 +72,9 @@ COMPILES = [("fp32", "take"), ("fp32", "median"), ("int64", "nanmedian"),
             ("fp32", "nn.functional.conv1d"), ("fp32", "nn.functional.max_pool2d"),
             ("fp32", "nn.functional.avg_pool3d"), ("fp32", "special.chebyshev_polynomial_v"),
             ("int64", "special.shifted_chebyshev_polynomial_u"), ("fp32", "signbit"),
-            ("bf16", "copysign"), ("fp32", "nextafter"), ("fp16", "frexp")]
+            ("bf16", "copysign"), ("fp32", "nextafter"), ("fp16", "frexp"),
+            ("fp32", "nonzero_static"), ("bf16", "nn.functional.conv_transpose2d"),
+            ("int64", "nn.functional.conv1d")]
 
 
 @pytest.mark.parametrize(("mode", "name"), COMPILES)

@@ -44,3 +44,25 @@ func.func @negative_explicit_rounding(%x: tensor<8xf32>) -> tensor<8xf32> {
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+// A remainder reads its operand rounded to bf16, as eager's fmod reads the product.
+// CHECK-LABEL: func.func @rounded_before_a_remainder
+// CHECK:         %[[PRODUCT:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:    %[[ROUNDED:.*]] = arith.truncf %[[PRODUCT]] : f32 to bf16
+// CHECK-NEXT:    %[[EXACT:.*]] = arith.extf %[[ROUNDED]] : bf16 to f32
+// CHECK-NEXT:    arith.remf %[[EXACT]], %{{.*}} : f32
+func.func @rounded_before_a_remainder(%x: tensor<8xbf16>, %y: tensor<8xbf16>) -> tensor<8xbf16> {
+  %e = tensor.empty() : tensor<8xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>,
+                                        affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]}
+      ins(%x, %y : tensor<8xbf16>, tensor<8xbf16>) outs(%e : tensor<8xbf16>) {
+  ^bb0(%a: bf16, %b: bf16, %out: bf16):
+    %p = arith.mulf %a, %a : bf16
+    %q = arith.remf %p, %b : bf16
+    linalg.yield %q : bf16
+  } -> tensor<8xbf16>
+  return %r : tensor<8xbf16>
+}

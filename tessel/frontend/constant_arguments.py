@@ -16,9 +16,13 @@ from torch.fx.experimental.symbolic_shapes import guard_int
 
 aten = torch.ops.aten
 
-# Op -> the positions of its arguments that torch-mlir's lowering needs constant.
+# Op -> the positions (or keyword names) of its arguments that torch-mlir's lowering
+# needs constant.
 CONSTANT_ARGUMENTS = {
     aten.convolution.default: (3, 4, 5, 7, 8),  # stride, padding, dilation, output_padding, groups
+    # The row count of its [size, dims] result: with a 0-d input, a shape [s0, 0] that
+    # the compile worker crashed on (SIGFPE).
+    aten.nonzero_static.default: ("size",),
 }
 
 
@@ -37,12 +41,14 @@ def specialize_constant_arguments(gm: torch.fx.GraphModule) -> torch.fx.GraphMod
         positions = CONSTANT_ARGUMENTS.get(node.target) if node.op == "call_function" else None
         if not positions:
             continue
-        args = list(node.args)
+        args, kwargs = list(node.args), dict(node.kwargs)
         for position in positions:
-            if position < len(args):
+            if isinstance(position, str) and position in kwargs:
+                kwargs[position] = _specialized(kwargs[position])
+            elif isinstance(position, int) and position < len(args):
                 args[position] = _specialized(args[position])
-        changed |= args != list(node.args)
-        node.args = tuple(args)
+        changed |= args != list(node.args) or kwargs != dict(node.kwargs)
+        node.args, node.kwargs = tuple(args), kwargs
     if changed:
         gm.graph.eliminate_dead_code()
         gm.recompile()

@@ -21,7 +21,9 @@ def _static_empty(value) -> bool:
 
 def allocate_empty_values(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """`gm` (in place) with every computed tensor of static shape and no elements
-    replaced by `aten.empty` of its shape, dtype and device; what only fed those goes."""
+    replaced by `aten.zeros` of its shape, dtype and device (a fill, which the Triton
+    host program allocates as it does any kernel result; a bare `aten.empty` result
+    had no host buffer there); what only fed those goes."""
     changed = False
     for node in list(gm.graph.nodes):
         value = node.meta.get("val")
@@ -29,7 +31,7 @@ def allocate_empty_values(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             continue
         with gm.graph.inserting_before(node):
             fresh = gm.graph.call_function(
-                torch.ops.aten.empty.memory_format, (list(value.shape),),
+                torch.ops.aten.zeros.default, (list(value.shape),),
                 {"dtype": value.dtype, "device": value.device})
         fresh.meta.update(node.meta)
         node.replace_all_uses_with(fresh)

@@ -684,6 +684,23 @@ def frexp(x):
             torch.where(special, 0, exponent).to(torch.int32))
 
 
+def nonzero_static(x, *, size, fill_value=-1):
+    """The first `size` indices of x's nonzero elements (row-major), as rows of its
+    coordinates, padded with `fill_value`: each element's row is the count of nonzeros
+    before it; elements past `size` rows, and zeros, write a spare row dropped at the end."""
+    nonzero = (x != 0).reshape(-1)
+    rows = torch.cumsum(nonzero.to(torch.int64), 0) - 1
+    rows = torch.where(nonzero & (rows < size), rows, size)
+    flat = torch.arange(x.numel(), device=x.device)
+    coordinates = []
+    for extent in reversed(x.shape):
+        coordinates.append(torch.remainder(flat, extent))
+        flat = torch.div(flat, extent, rounding_mode="floor")
+    coordinates = torch.stack(coordinates[::-1], -1) if coordinates else flat.new_zeros((x.numel(), 0))
+    padded = torch.full((size + 1, x.dim()), fill_value, dtype=torch.int64, device=x.device)
+    return aten.index_put(padded, [rows], coordinates)[:size]
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
@@ -742,6 +759,7 @@ def lowerable_decompositions() -> dict:
         aten.threshold_backward.default: threshold_backward,
         aten.nextafter.default: nextafter,
         aten.frexp.Tensor: frexp,
+        aten.nonzero_static.default: nonzero_static,
     })
     table.update({op: _dim_from_start(op, table.get(op)) for op in SCATTERS})
     return table

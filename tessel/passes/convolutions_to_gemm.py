@@ -15,6 +15,12 @@ def _static(op: ir.Operation) -> bool:
                if isinstance(v.type, ir.ShapedType))
 
 
+def _floating(op: ir.Operation) -> bool:
+    """Float operands (the rewrite multiplies with arith.mulf; an integer convolution,
+    which has no BLAS gemm, stays the named op's loops)."""
+    return all(isinstance(ir.ShapedType(v.type).element_type, ir.FloatType) for v in op.operands)
+
+
 def _tensor(shape: list[int], element: str) -> str:
     return f"tensor<{'x'.join(map(str, shape))}x{element}>"
 
@@ -26,10 +32,12 @@ def _function_text(op: ir.Operation) -> str:
     its innermost loop walks `ow`, contiguous in both tensors, so it vectorizes. The
     columns are then viewed (no copy) as [n, c*kh*kw, oh*ow], the filter as
     [f, c*kh*kw], and the contraction is a batch of gemms that `library-calls` sends
-    to BLAS.
+    to BLAS. A bf16/f16 convolution, which torch-mlir accumulates in f32, gathers its
+    columns and filter widened to f32 (the gemm's operands share its type).
     """
     x_type, w_type, out_type = (ir.RankedTensorType(v.type) for v in op.operands)
-    element = str(x_type.element_type)
+    element = str(out_type.element_type)
+    narrow = str(x_type.element_type)
     n, c, _, _ = x_type.shape
     f, _, kh, kw = w_type.shape
     _, _, oh, ow = out_type.shape
@@ -39,7 +47,24 @@ def _function_text(op: ir.Operation) -> str:
     flat_filter = _tensor([f, c * kh * kw], element)
     flat_out = _tensor([n, f, oh * ow], element)
     x, w, out = str(x_type), str(w_type), str(out_type)
+    wide_w = _tensor(list(w_type.shape), element)
     dims6 = "(n, c, i, j, p, q)"
+    dims4 = "(f, c, i, j)"
+    widen = f"%wide = arith.extf %in : {narrow} to {element}" if narrow != element else ""
+    gathered = "%wide" if widen else "%in"
+    filter_name, filter_type, widened_filter = "%w", w, ""
+    if widen:
+        filter_name, filter_type = "%wide_w", wide_w
+        widened_filter = f"""
+  %wide_empty = tensor.empty() : {wide_w}
+  %wide_w = linalg.generic {{
+      indexing_maps = [affine_map<{dims4} -> {dims4}>, affine_map<{dims4} -> {dims4}>],
+      iterator_types = [{", ".join(['"parallel"'] * 4)}]}}
+      ins(%w : {w}) outs(%wide_empty : {wide_w}) {{
+  ^bb0(%in: {narrow}, %unused: {element}):
+    {widen}
+    linalg.yield %wide : {element}
+  }} -> {wide_w}"""
     return f"""
 func.func private @rewrite(%x: {x}, %w: {w}, %init: {out}) -> {out} {{
   %empty = tensor.empty() : {columns}
@@ -48,11 +73,12 @@ func.func private @rewrite(%x: {x}, %w: {w}, %init: {out}) -> {out} {{
                        affine_map<{dims6} -> (n, c, i, j, p, q)>],
       iterator_types = [{", ".join(['"parallel"'] * 6)}]}}
       ins(%x : {x}) outs(%empty : {columns}) {{
-  ^bb0(%in: {element}, %unused: {element}):
-    linalg.yield %in : {element}
-  }} -> {columns}
+  ^bb0(%in: {narrow}, %unused: {element}):
+    {widen}
+    linalg.yield {gathered} : {element}
+  }} -> {columns}{widened_filter}
   %flat_columns = tensor.collapse_shape %columns [[0], [1, 2, 3], [4, 5]] : {columns} into {flat_columns}
-  %flat_filter = tensor.collapse_shape %w [[0], [1, 2, 3]] : {w} into {flat_filter}
+  %flat_filter = tensor.collapse_shape {filter_name} [[0], [1, 2, 3]] : {filter_type} into {flat_filter}
   %flat_init = tensor.collapse_shape %init [[0], [1], [2, 3]] : {out} into {flat_out}
   %product = linalg.generic {{
       indexing_maps = [affine_map<(b, m, p, k) -> (m, k)>, affine_map<(b, m, p, k) -> (b, k, p)>,
@@ -84,7 +110,8 @@ class ConvolutionsToGemmPass(ModulePass):
     name: ClassVar[str] = "convolutions-to-gemm"
 
     def run(self, module: ir.Operation) -> None:
-        convolutions = ir.ops_where(module, lambda op: op.name == CONVOLUTION and _static(op))
+        convolutions = ir.ops_where(
+            module, lambda op: op.name == CONVOLUTION and _static(op) and _floating(op))
         for op in convolutions:
             # Parse the rewrite as a function, then move its body in place of the op.
             parsed = ir.Module.parse(_function_text(op), module.context)

@@ -13,6 +13,13 @@ _ARITHMETIC = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.re
                "arith.minnumf", "arith.cmpf", "arith.select"}
 
 
+# Ops whose result jumps with their input (a remainder, rounding to integers, a
+# comparison): they read the value rounded to its half type, as eager's op does, so
+# that a last-bit difference of the held value cannot move them a whole step.
+_ROUNDED_INPUTS = {"arith.remf", "arith.cmpf", "math.floor", "math.ceil", "math.round",
+                   "math.roundeven", "math.trunc"}
+
+
 def _is_half(value_type) -> bool:
     return isinstance(value_type, (ir.BF16Type, ir.F16Type))
 
@@ -26,7 +33,9 @@ def _create(name: str, result_types: list, operands: list, attributes=None) -> i
 @dataclass(frozen=True)
 class HoldHalfInF32Pass(ModulePass):
     """hold-half-in-f32: compute a fused kernel's f16/bf16 arithmetic in f32, rounding to
-    the half type only where the kernel stores a value or the IR itself rounds (truncf).
+    the half type only where the kernel stores a value, the IR itself rounds (truncf)
+    or widens (extf, as PyTorch's decompositions widen a half tensor to compute in
+    f32), or an op's result jumps with its input (fmod, floor, comparisons).
 
     torch-mlir lowers a bf16 op to bf16 arithmetic, which LLVM computes in f32 and
     rounds after every op: a fused chain rounded as many times as it has ops. The
@@ -46,6 +55,7 @@ class HoldHalfInF32Pass(ModulePass):
     def _hold(block) -> None:
         f32 = ir.F32Type.get()
         held = {}       # a half value -> the same value, or its unrounded origin, in f32
+        rounded = {}    # a half value this pass rounded -> that value exactly, in f32
         created = []    # the conversions made here, erased again where nothing reads them
         operations = [op.operation for op in block.operations]
         if not operations:
@@ -60,10 +70,23 @@ class HoldHalfInF32Pass(ModulePass):
                     widened = _create("arith.extf", [f32], [value])
                     held[value] = widened.result
                     created.append(widened)
+
+        def exact(value):
+            """`value` as its half type holds it, in f32."""
+            if value not in rounded:
+                return held[value]
+            if rounded[value] is None:
+                widened = _create("arith.extf", [f32], [value])
+                rounded[value] = widened.result
+                created.append(widened)
+            return rounded[value]
+
         for op in operations:
             with op.location, ir.InsertionPoint(op):
                 if op.name == "arith.extf" and op.operands[0] in held and op.results[0].type == f32:
-                    op.results[0].replace_all_uses_with(held[op.operands[0]])
+                    # A widening the IR asks for (PyTorch's opmath: x.float()) reads the
+                    # half value, as eager's tensor holds it.
+                    op.results[0].replace_all_uses_with(exact(op.operands[0]))
                     op.erase()
                 elif op.name == "arith.truncf" and _is_half(op.results[0].type):
                     widened = _create("arith.extf", [f32], [op.results[0]])
@@ -79,17 +102,19 @@ class HoldHalfInF32Pass(ModulePass):
                 elif ((op.name in _ARITHMETIC or op.name.startswith("math.")) and not op.regions
                       and any(_is_half(v.type) for v in [*op.operands, *op.results])
                       and all(v in held for v in op.operands if _is_half(v.type))):
-                    operands = [held[v] if _is_half(v.type) else v for v in op.operands]
+                    read = exact if op.name in _ROUNDED_INPUTS else held.__getitem__
+                    operands = [read(v) if _is_half(v.type) else v for v in op.operands]
                     results = [f32 if _is_half(r.type) else r.type for r in op.results]
                     attributes = {op.attributes[i].name: op.attributes[i].attr
                                   for i in range(len(op.attributes))}
                     wide = _create(op.name, results, operands, attributes)
                     for old, new in zip(op.results, wide.results):
                         if _is_half(old.type):
-                            rounded = _create("arith.truncf", [old.type], [new])
-                            old.replace_all_uses_with(rounded.result)
-                            held[rounded.result] = new
-                            created.append(rounded)
+                            rounding = _create("arith.truncf", [old.type], [new])
+                            old.replace_all_uses_with(rounding.result)
+                            held[rounding.result] = new
+                            rounded[rounding.result] = None
+                            created.append(rounding)
                         else:
                             old.replace_all_uses_with(new)
                     op.erase()
