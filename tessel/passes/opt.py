@@ -4,6 +4,7 @@
     tessel-opt --pass-pipeline='builtin.module(check-contract{target=cpu},canonicalize)' in.mlir
     cat in.mlir | tessel-opt -p canonicalize,cse --split-input-file
     tessel-opt --list-passes
+    tessel-opt kernels.mlir -p gpu --emit triton   # the kernels' Triton source
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="print the IR after every pass (to stderr)")
     parser.add_argument("--list-passes", action="store_true",
                         help="list tessel's passes and named pipelines")
+    parser.add_argument("--emit", choices=("mlir", "triton"), default="mlir",
+                        help="print the IR (default), or the Triton source of its kernels "
+                             "(after the gpu pipeline)")
     return parser.parse_args(argv)
 
 
@@ -76,7 +80,7 @@ def _parse_error(error: ir.MLIRError, filename: str) -> str:
 
 
 def process(text: str, filename: str, pipeline: str | None, split: bool,
-            print_ir_after_all: bool) -> tuple[str, list[str]]:
+            print_ir_after_all: bool, emit: str = "mlir") -> tuple[str, list[str]]:
     """Run the pipeline on every chunk; returns (output text, error messages)."""
     outputs, errors = [], []
     for chunk in _chunks(text, split):
@@ -91,7 +95,12 @@ def process(text: str, filename: str, pipeline: str | None, split: bool,
             except PipelineError as error:
                 errors.append(_with_filename(f"{filename}: error: {error}", filename))
                 continue
-        outputs.append(str(module))
+        if emit == "triton":
+            # The target's own translation: a driver, not a pass, may reach the targets.
+            from tessel.targets.triton.translate import triton_source
+            outputs.append(triton_source(module))
+        else:
+            outputs.append(str(module))
     return f"\n{SPLIT_MARKER}\n".join(outputs), errors
 
 
@@ -110,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tessel-opt: cannot read {filename}: {error.strerror}", file=sys.stderr)
         return 2
     output, errors = process(text, filename, args.pass_pipeline or args.passes,
-                             args.split_input_file, args.mlir_print_ir_after_all)
+                             args.split_input_file, args.mlir_print_ir_after_all, args.emit)
     for message in errors:
         print(message, file=sys.stderr)
     if output:

@@ -29,7 +29,14 @@ from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import is_kernel
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
-from tessel.targets.triton import autotune, compile_pool, host_program, kernel_source, layouts
+from tessel.targets.triton import (
+    autotune,
+    compile_pool,
+    host_program,
+    kernel_source,
+    layouts,
+    translate,
+)
 from tessel.targets.triton.cubin_launch import CubinKernel
 from tessel.targets.triton.cuda_graph_trees import replayed_in_tree
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
@@ -175,21 +182,17 @@ class TritonTarget(Target):
             channels_last = layouts.channels_last_values(ir.function_named(module, "main"))
             narrowed = host_program.narrowed_values(module)
             sources, located, refused, unknown = {}, {}, [], set()
-            for kernel in kernels:
-                if kernel.name != "tkern.library_call":
-                    try:
-                        generated = kernel_source.generate(
-                            kernel, any(r in channels_last for r in kernel.results), narrowed)
-                    except UnsupportedKernel as error:
-                        # A kernel reading a refused one's results may be refused for that
-                        # alone (a size it produces): it is not pinned, and the split's
-                        # piece tries it again.
-                        if not _reads_any(kernel, unknown):
-                            refused.append((error, ir.names_located_in(kernel)))
-                        unknown.update(kernel.results)
-                        continue
-                    sources[generated.name] = generated
-                    located[generated.name] = ir.names_located_in(kernel)
+            for kernel, generated in translate.generated_kernels(module):
+                if isinstance(generated, UnsupportedKernel):
+                    # A kernel reading a refused one's results may be refused for that
+                    # alone (a size it produces): it is not pinned, and the split's
+                    # piece tries it again.
+                    if not _reads_any(kernel, unknown):
+                        refused.append((generated, ir.names_located_in(kernel)))
+                    unknown.update(kernel.results)
+                    continue
+                sources[generated.name] = generated
+                located[generated.name] = ir.names_located_in(kernel)
             if refused:
                 # Every refused kernel at once: one split of the graph around all of them.
                 (first, _), more = refused[0], len(refused) - 1

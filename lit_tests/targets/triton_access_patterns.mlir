@@ -1,0 +1,175 @@
+// RUN: %opt %s -p gpu --split-input-file --emit triton | filecheck %s
+
+// The Triton source of each access pattern, as `tessel-opt --emit triton` prints it after
+// the gpu pipeline (inputs: the linalg IR of small torch functions, from dump_dir).
+
+// A mask over [1, 8, 8] from an arange compared with itself transposed, added to scores
+// over [2, 4, 8, 8]: one kernel over the scores reads the arange at both points.
+// CHECK-LABEL: def main_kernel_1(
+// CHECK:         mask = r < 512
+// CHECK:         tl.load(in1 + (r % 8) * in1_stride0, mask=mask)
+// CHECK:         tl.load(in1 + ((r // (8)) % 8) * in1_stride0, mask=mask)
+// CHECK:         tl.where(
+
+#map = affine_map<(d0) -> (d0)>
+#map1 = affine_map<(d0, d1, d2) -> (d0, 0, d2)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+#map3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#map4 = affine_map<(d0, d1, d2) -> ()>
+#map5 = affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>
+#map6 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map7 = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
+module {
+  func.func @main(%arg0: tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32> attributes {llvm.emit_c_interface} {
+    %cst = arith.constant dense<-1.000000e+04> : tensor<f32>
+    %cst_0 = arith.constant dense<0.000000e+00> : tensor<f32>
+    %0 = tensor.empty() : tensor<8xi64>
+    %1 = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel"]} outs(%0 : tensor<8xi64>) {
+    ^bb0(%out: i64):
+      %10 = linalg.index 0 : index
+      %11 = arith.index_cast %10 : index to i64
+      linalg.yield %11 : i64
+    } -> tensor<8xi64>
+    %expanded = tensor.expand_shape %1 [[0, 1, 2]] output_shape [1, 1, 8] : tensor<8xi64> into tensor<1x1x8xi64>
+    %expanded_1 = tensor.expand_shape %1 [[0, 1, 2]] output_shape [1, 8, 1] : tensor<8xi64> into tensor<1x8x1xi64>
+    %2 = tensor.empty() : tensor<1x8x8xi1>
+    %3 = linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded, %expanded_1 : tensor<1x1x8xi64>, tensor<1x8x1xi64>) outs(%2 : tensor<1x8x8xi1>) {
+    ^bb0(%in: i64, %in_2: i64, %out: i1):
+      %10 = arith.cmpi sgt, %in, %in_2 : i64
+      linalg.yield %10 : i1
+    } -> tensor<1x8x8xi1>
+    %4 = tensor.empty() : tensor<1x8x8xf32>
+    %5 = linalg.generic {indexing_maps = [#map3, #map4, #map4, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%3, %cst, %cst_0 : tensor<1x8x8xi1>, tensor<f32>, tensor<f32>) outs(%4 : tensor<1x8x8xf32>) {
+    ^bb0(%in: i1, %in_2: f32, %in_3: f32, %out: f32):
+      %10 = arith.select %in, %in_2, %in_3 : f32
+      linalg.yield %10 : f32
+    } -> tensor<1x8x8xf32>
+    %6 = tensor.empty() : tensor<2x1x8x8xf32>
+    %7 = linalg.generic {indexing_maps = [#map5, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%5 : tensor<1x8x8xf32>) outs(%6 : tensor<2x1x8x8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<2x1x8x8xf32>
+    %8 = tensor.empty() : tensor<2x4x8x8xf32>
+    %9 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %7 : tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>) outs(%8 : tensor<2x4x8x8xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %10 = arith.addf %in, %in_2 : f32
+      linalg.yield %10 : f32
+    } -> tensor<2x4x8x8xf32>
+    return %9 : tensor<2x4x8x8xf32>
+  }
+}
+
+// -----
+
+// x.transpose(1, 2) * 2 + y: the transposed operand is read through its strides, the
+// output's fastest index on the input's dim 1; no copy.
+// CHECK-LABEL: def main_kernel_0(
+// CHECK:         tl.load(in0 + ((r // (128)) % 2) * in0_stride0 + (r % 8) * in0_stride1 + ((r // (8)) % 16) * in0_stride2, mask=mask)
+// CHECK-NOT:     def main_kernel_1(
+
+#map = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+module {
+  func.func @main(%arg0: tensor<2x8x16xf32>, %arg1: tensor<2x16x8xf32>) -> tensor<2x16x8xf32> attributes {llvm.emit_c_interface} {
+    %cst = arith.constant 2.000000e+00 : f32
+    %0 = tensor.empty() : tensor<2x16x8xf32>
+    %transposed = linalg.transpose ins(%arg0 : tensor<2x8x16xf32>) outs(%0 : tensor<2x16x8xf32>) permutation = [0, 2, 1] 
+    %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%transposed : tensor<2x16x8xf32>) outs(%0 : tensor<2x16x8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %3 = arith.mulf %in, %cst : f32
+      linalg.yield %3 : f32
+    } -> tensor<2x16x8xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%1, %arg1 : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%0 : tensor<2x16x8xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %3 = arith.addf %in, %in_0 : f32
+      linalg.yield %3 : f32
+    } -> tensor<2x16x8xf32>
+    return %2 : tensor<2x16x8xf32>
+  }
+}
+
+// -----
+
+// A normalization over the channels of NCHW (ConvNeXt's channels-first layer norm):
+// one program per (n, h, w), its row the channels, read at stride in0_stride1.
+// CHECK-LABEL: def main_kernel_1(
+// CHECK:         row = tl.program_id(0)
+// CHECK:         tl.load(in0 + row0 * in0_stride0 + (r % 16) * in0_stride1 + row1 * in0_stride2 + row2 * in0_stride3, mask=mask)
+// CHECK:         tl.sum(
+
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
+module {
+  func.func @main(%arg0: tensor<2x16x4x4xf32>) -> tensor<2x16x4x4xf32> attributes {llvm.emit_c_interface} {
+    %c2_i64 = arith.constant 2 : i64
+    %cst = arith.constant 0.000000e+00 : f32
+    %cst_0 = arith.constant 9.9999999999999995E-7 : f64
+    %cst_1 = arith.constant 1.600000e+01 : f32
+    %0 = tensor.empty() : tensor<2x1x4x4xf32>
+    %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction", "parallel", "parallel"]} ins(%arg0 : tensor<2x16x4x4xf32>) outs(%1 : tensor<2x1x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %12 = arith.addf %in, %out : f32
+      linalg.yield %12 : f32
+    } -> tensor<2x1x4x4xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%2 : tensor<2x1x4x4xf32>) outs(%0 : tensor<2x1x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %12 = arith.divf %in, %cst_1 : f32
+      linalg.yield %12 : f32
+    } -> tensor<2x1x4x4xf32>
+    %4 = tensor.empty() : tensor<2x16x4x4xf32>
+    %5 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %3 : tensor<2x16x4x4xf32>, tensor<2x1x4x4xf32>) outs(%4 : tensor<2x16x4x4xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %12 = arith.subf %in, %in_2 : f32
+      linalg.yield %12 : f32
+    } -> tensor<2x16x4x4xf32>
+    %6 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%5 : tensor<2x16x4x4xf32>) outs(%4 : tensor<2x16x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %12 = math.fpowi %in, %c2_i64 : f32, i64
+      linalg.yield %12 : f32
+    } -> tensor<2x16x4x4xf32>
+    %7 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction", "parallel", "parallel"]} ins(%6 : tensor<2x16x4x4xf32>) outs(%1 : tensor<2x1x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %12 = arith.addf %in, %out : f32
+      linalg.yield %12 : f32
+    } -> tensor<2x1x4x4xf32>
+    %8 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%7 : tensor<2x1x4x4xf32>) outs(%0 : tensor<2x1x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %12 = arith.divf %in, %cst_1 : f32
+      linalg.yield %12 : f32
+    } -> tensor<2x1x4x4xf32>
+    %9 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%8 : tensor<2x1x4x4xf32>) outs(%0 : tensor<2x1x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %12 = arith.truncf %cst_0 : f64 to f32
+      %13 = arith.addf %in, %12 : f32
+      linalg.yield %13 : f32
+    } -> tensor<2x1x4x4xf32>
+    %10 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%9 : tensor<2x1x4x4xf32>) outs(%0 : tensor<2x1x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %12 = math.sqrt %in : f32
+      linalg.yield %12 : f32
+    } -> tensor<2x1x4x4xf32>
+    %11 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%5, %10 : tensor<2x16x4x4xf32>, tensor<2x1x4x4xf32>) outs(%4 : tensor<2x16x4x4xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %12 = arith.divf %in, %in_2 : f32
+      linalg.yield %12 : f32
+    } -> tensor<2x16x4x4xf32>
+    return %11 : tensor<2x16x4x4xf32>
+  }
+}
+
+// -----
+
+// negative_matmul: a gemm stays a library call (cuBLAS): only its zero init is a kernel.
+// CHECK-LABEL: def main_kernel_0(
+// CHECK-NOT:     tl.dot
+// CHECK-NOT:     def main_kernel_1(
+
+module {
+  func.func @main(%arg0: tensor<16x32xf32>, %arg1: tensor<32x8xf32>) -> tensor<16x8xf32> attributes {llvm.emit_c_interface} {
+    %cst = arith.constant 0.000000e+00 : f32
+    %0 = tensor.empty() : tensor<16x8xf32>
+    %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<16x8xf32>) -> tensor<16x8xf32>
+    %2 = linalg.matmul ins(%arg0, %arg1 : tensor<16x32xf32>, tensor<32x8xf32>) outs(%1 : tensor<16x8xf32>) -> tensor<16x8xf32>
+    return %2 : tensor<16x8xf32>
+  }
+}

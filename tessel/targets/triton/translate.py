@@ -1,0 +1,48 @@
+"""The Triton source of the kernels of a module the `gpu` pipeline produced: what the
+Triton target compiles, and what `tessel-opt --emit triton` prints for lit tests.
+
+Each function's layouts (layouts.py) decide which kernels walk their points channels
+first; values of `main` that the host keeps narrower than their IR type
+(host_program.narrowed_values) are widened as kernels load them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tessel import ir
+from tessel.passes.form_kernels import is_kernel, kernel_name
+from tessel.targets.triton import host_program, kernel_source, layouts
+from tessel.targets.triton.kernel_source import KernelSource, UnsupportedKernel
+
+
+def generated_kernels(module: ir.Module) -> Iterator[tuple[ir.Operation,
+                                                          KernelSource | UnsupportedKernel]]:
+    """Each Triton kernel of `module` (library calls are aten's) with its source, or the
+    UnsupportedKernel that refused it, in program order."""
+    has_main = any(ir.StringAttr(f.attributes["sym_name"]).value == "main"
+                   for f in ir.defined_functions(module.operation))
+    narrowed = host_program.narrowed_values(module) if has_main else frozenset()
+    for function in ir.defined_functions(module.operation):
+        channels_last = layouts.channels_last_values(function)
+        for kernel in ir.ops_where(function, is_kernel):
+            if kernel.name == "tkern.library_call":
+                continue
+            try:
+                yield kernel, kernel_source.generate(
+                    kernel, any(r in channels_last for r in kernel.results), narrowed)
+            except UnsupportedKernel as error:
+                yield kernel, error
+
+
+def triton_source(module: ir.Module) -> str:
+    """The kernels' Triton module: the prelude, then one function per kernel, or a
+    comment naming what refused a kernel."""
+    parts = [kernel_source.PRELUDE]
+    for kernel, generated in generated_kernels(module):
+        if isinstance(generated, UnsupportedKernel):
+            parts.append(f"# {kernel_name(kernel)}: "
+                         f"unsupported: {generated}\n")
+        else:
+            parts.append(generated.source)
+    return "\n\n".join(parts)
