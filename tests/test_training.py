@@ -196,3 +196,17 @@ def test_a_backward_graph_whose_compiler_raises_runs_eagerly(monkeypatch):
     assert counters["forward_graphs_compiled"] == 1, counters
     assert counters["graphs_fallback"] == 1, counters
     assert any("injected compiler failure" in r for r in counters["fallback_reasons"]), counters
+
+
+def test_the_backward_of_a_pad_crops_with_negative_amounts(device):
+    """F.pad's backward pads its gradient by negative amounts (a crop): forward and
+    backward compile, and the gradient is eager's."""
+    x = torch.randn(2, 3, 6, 7, device=device, requires_grad=True)
+
+    def fn(x):
+        return (torch.nn.functional.pad(x, (1, 2, 0, 3)) ** 2).sum()
+    compiled = torch.compile(fn, backend="mlir", options={"fallback": False})
+    (grad,) = torch.autograd.grad(compiled(x), x)
+    (expected,) = torch.autograd.grad(fn(x), x)
+    torch.testing.assert_close(grad, expected)
+    assert assert_compiled()["backward_graphs_compiled"] >= 1

@@ -99,6 +99,21 @@ def convolution_1d_as_2d(x, weight, bias, stride, padding, dilation, transposed,
         [1, *dilation], transposed, [0, *output_padding], groups).squeeze(2)
 
 
+def constant_pad_nd_with_crops(x, pad, value=0.0):
+    """A pad with negative amounts (F.pad's backward, MobileNetV2's and MobileBERT's
+    training steps) as a slice that crops them, then a pad of the positive ones:
+    torch-mlir's tensor.pad takes no negative amounts, and the CPU target's bufferization
+    failed on what it made of them."""
+    if all(amount >= 0 for amount in pad):
+        return NotImplemented
+    for index in range(len(pad) // 2):
+        dim = x.dim() - 1 - index
+        low, high = pad[2 * index], pad[2 * index + 1]
+        if low < 0 or high < 0:
+            x = aten.slice.Tensor(x, dim, max(-low, 0), x.shape[dim] - max(-high, 0))
+    return aten.constant_pad_nd.default(x, [max(amount, 0) for amount in pad], value)
+
+
 def device_put_on_its_device(x, device, non_blocking=False):
     """prims.device_put to the device `x` is on: a copy. torch._refs' `_to_copy` puts
     a tensor on "cuda" when it is on "cuda:0" (transformers' static cache does
@@ -234,6 +249,7 @@ def decomposition_table() -> dict:
     table[aten.var_mean.correction] = var_mean_correction
     table[aten.as_strided.default] = as_strided_as_view
     table[aten.convolution.default] = convolution_1d_as_2d
+    table[aten.constant_pad_nd.default] = constant_pad_nd_with_crops
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)
     table.update(half_precision_decompositions(table))
