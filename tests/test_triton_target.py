@@ -1529,3 +1529,16 @@ def test_a_reshape_to_zero_dims_passes_its_shape_as_one_tuple():
     x = torch.randn(1, 1)
     torch.testing.assert_close(compile_triton(fn)(x), fn(x))
     assert_compiled()
+
+
+def test_a_symbolic_size_read_by_a_kernel_is_a_size_parameter():
+    """Under dynamic=True, `x * x.shape[0]` multiplies by an integer of main's (a symbolic
+    size): the kernel takes it as a size parameter, one kernel for every size."""
+    def fn(x):
+        return x * x.shape[0]
+    compiled = torch.compile(fn, backend="mlir", dynamic=True,
+                             options={"target": "triton", "fallback": False})
+    for rows in (4, 6):
+        x = torch.randn(rows, 3)
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert assert_compiled()["graphs_compiled"] == 1

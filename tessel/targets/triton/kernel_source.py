@@ -458,7 +458,13 @@ class _Writer:
         if value in self.producers:
             return self.recompute(value, affine_map, indices, kind)
         if not isinstance(value.type, ir.ShapedType):
-            raise UnsupportedKernel("linalg.generic", f"a scalar argument of type {value.type}")
+            # An integer of main's (a symbolic size, `x * x.shape[0]` under dynamic=True):
+            # the kernel takes it as a size parameter, which the host computes.
+            try:
+                return str(self.size(sizes.index_root(value))), "scalar"
+            except sizes.UnknownSize:
+                raise UnsupportedKernel("linalg.generic",
+                                        f"a scalar argument of type {value.type}") from None
         tile = self.slices.get(value) or _Slice(value, ["0"] * len(affine_map.results))
         if _is_empty(tile.base):
             raise UnsupportedKernel("linalg.generic", "a read of an uninitialized tensor")
