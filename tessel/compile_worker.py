@@ -41,7 +41,7 @@ def run_in_worker(bytecode: bytes, pipeline: str, timeout_s: float = 600.0) -> b
 
 
 def _serve() -> None:
-    # Loading dialects and building the first pass pipelines costs ~0.3 s: pay it while
+    # Loading dialects and building the first pass pipelines takes a while: pay it while
     # the parent is still tracing its first graph, not on its first request, which goes
     # first if it comes before the warm-up is done.
     for pipeline in ("torch-to-linalg", "cpu", "gpu"):

@@ -90,8 +90,8 @@ def convolution_1d_as_2d(x, weight, bias, stride, padding, dilation, transposed,
                          output_padding, groups):
     """A 1-D convolution as a 2-D one over a unit height (Whisper's and wav2vec's
     front ends): torch-mlir lowers it to the 2-D convolution the targets hand to
-    cuDNN / their gemm path, where a 1-D one became a loop kernel (11 ms a call for
-    Whisper's on an H100, against cuDNN's 0.04)."""
+    cuDNN / their gemm path, where a 1-D one became a loop kernel, orders of magnitude
+    slower than cuDNN on Whisper's."""
     if x.dim() != 3:
         return NotImplemented
     return aten.convolution.default(
@@ -217,7 +217,7 @@ def torch_mlir_table() -> dict:
     """torch-mlir's table (fx_decomp_util.get_decomposition_table: core ATen's, less its
     exclusions, plus its extras), without the CompositeImplicitAutograd ops that
     core_aten_decompositions() lists too: aot_autograd decomposes those anyway, and
-    collecting them took 0.35 s of every process's first compile (H100 host)."""
+    collecting them slowed every process's first compile."""
     excluded = set(fx_decomp_util._EXPANDED_DECOMP_EXCLUDE)
     table = {op: decomposition
              for op, decomposition in _core_aten_decompositions_post_autograd().items()

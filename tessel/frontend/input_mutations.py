@@ -5,7 +5,7 @@ optimizer step's new parameters and states, and batch norm's running statistics,
 its graph as `aten.copy_(input, new_value)`. Returned as outputs instead, each would be
 copied into its input by aot_autograd's wrapper, one `copy_` call at a time (Adam on
 densenet121 writes 1,456 tensors a step), and under reduce-overhead cloned first out of
-the CUDA graph's buffers (H100, torch.profiler: 1,456 clones and 3,641 `copy_` calls a
+the CUDA graph's buffers (torch.profiler: 1,456 clones and 3,641 `copy_` calls a
 step in all, and with their allocations about half the step's host time).
 
 The compiled graph computes the new values as extra results instead (MLIR functions

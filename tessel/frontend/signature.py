@@ -254,8 +254,8 @@ def _host_view(root: torch.fx.Node, views: list[torch.fx.Node], bound: set[str])
     e.g. `torch.ops.aten.slice.Tensor({0}, 0, 1, 9223372036854775807)`; None if an
     argument has no host expression. Of static size, the whole chain is one as_strided
     call where `{0}` has the strides it has in eager, which the views' sizes, strides
-    and offset were traced on: each op of a chain costs some 4 us of host time a call,
-    and attention's query, key and value are four ops each."""
+    and offset were traced on: each op of a chain is one more dispatch of host time at
+    every call, and attention's query, key and value are four ops each."""
     chain = _host_view_chain(views, bound)
     value, base = views[-1].meta.get("val"), root.meta.get("val")
     if chain is None or not isinstance(value, torch.Tensor) or value.dtype != base.dtype:

@@ -112,11 +112,12 @@ def _row_points(forall: ir.Operation, numel: int | None) -> int | None:
 
 
 def _gemm_template(matmul: ir.Operation, forced: str = "") -> ir.Attribute:
-    """Tiles of a tl.dot template (fuse-gemm-epilogues). Measured on an H100 (bf16
-    linear + gelu, `python -m benchmarks.gemm_template --sweep-tiles`): 128x128
+    """Tiles of a tl.dot template (fuse-gemm-epilogues). Measured (bf16 linear +
+    gelu, `python -m benchmarks.gemm_template --sweep-tiles`;
+    benchmarks/results/gemm_template_tiles_cuda.md): 128x128
     outputs, 64-deep K slices, 8 warps and a 3-stage pipeline were the fastest where
     they give at least 256 programs (two per SM); with fewer, 64x64x64 in 4 warps and
-    4 stages, whose 4x more programs fill the GPU (1024^3: 7.7 us against 9.9);
+    4 stages, whose 4x more programs fill the GPU (1024^3, for one);
     max-autotune times nine tiles (targets/triton/autotune.py). `forced`,
     "MxNxK/warps/stages", replaces the rule, and the target launches it untuned."""
     m, n, k = loop_ranges(matmul)

@@ -96,7 +96,7 @@ class FoldBiasIntoGemmPass(ModulePass):
     is the gemm's own result, which only a rounding reads: the host program then calls
     cuBLAS's addmm in the half type (the bias folded in, the result rounded once, as
     eager's addmm), where it had written an f32 product for a separate kernel to add
-    the bias to. On an H100, GPT-2's 4096x2304 projection wrote 36 MiB of f32 for its
+    the bias to. GPT-2's 4096x2304 projection wrote 36 MiB of f32 for its
     epilogue kernel to read back.
 
     Only 2-D gemms (linalg.matmul) whose result, or a view of it that splits its rows,

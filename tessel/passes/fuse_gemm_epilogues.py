@@ -48,18 +48,18 @@ class FuseGemmEpiloguesPass(ModulePass):
     and applies the epilogue before it stores: the f32 product never goes to memory and
     one launch replaces three.
 
-    Cost rule, from GPU times measured on an H100 (bf16 linear + bias + gelu,
-    benchmarks/gemm_template.py): the template beat cuBLAS plus an epilogue kernel on
-    gemms of up to about 2^32 multiply-adds (256x768x768: 4.1 us against eager's 5.2;
-    1024^3: 7.7 against 8.2) and lost above (4096^3: 245 against 195: Triton's tl.dot
-    reaches about 560 TFLOP/s where cuBLAS reaches 700). So a gemm is fused when (1)
+    Cost rule, from GPU times (bf16 linear + bias + gelu, benchmarks/gemm_template.py;
+    benchmarks/results/gemm_template_cuda.md): the template beat cuBLAS plus an
+    epilogue kernel on gemms of up to about 2^32 multiply-adds (256x768x768, 1024^3)
+    and lost above (4096^3: Triton's tl.dot reaches a lower share of the GPU's peak
+    than cuBLAS does). So a gemm is fused when (1)
     its operands are of `element-types`, (2) it is static and 2-D, (3) it has at most
     `max-multiply-adds` m*n*k, and (4) it has at least `min-output-tiles` 64x64 output
-    tiles: a gemm of few, long tiles (64x2048x1000: 11 us against 6.8) would need K
+    tiles: a gemm of few, long tiles (64x2048x1000, where it lost) would need K
     split across programs, which the template does not do.
 
-    Only the gpu-max-autotune pipeline runs it: a template costs compile time (0.99 s
-    for sm_90 where an element-wise kernel takes 0.1 s), which the default mode's first
+    Only the gpu-max-autotune pipeline runs it: a template costs compile time (several
+    times an element-wise kernel's), which the default mode's first
     call cannot afford (see passes/pipelines.py).
     """
 

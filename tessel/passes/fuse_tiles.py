@@ -30,7 +30,7 @@ class _Node:
 # group the producers that a stopped group left behind. The CPU target keeps one round,
 # the fusion its committed benchmarks measured: a left-behind loop nest runs there as a
 # loop, and re-planning it was not shown to pay (timings of the composite transformer
-# layer on the 2-core VM moved by more than the difference).
+# layer varied from run to run by more than the difference).
 _GPU_PLANNING_ROUNDS = 3
 
 
@@ -208,7 +208,7 @@ def _grow(group: FusionGroup, nodes, users, assigned, root_dims: list[int],
     tiles by 1, where no producer may reduce a wide window per tile). For
     `gpu_rows` (a GPU row kernel),
     pooling windows stay out: a group tiled by rows would run one GPU program per
-    output point (densenet's average pooling took 316 us a call that way on an H100);
+    output point (densenet's average pooling ran slowly that way);
     on their own they become pointwise kernels with the window unrolled. So do
     producers their consumer reads transposed: a row kernel walks every op's row in one
     order."""

@@ -61,7 +61,7 @@ register_pipeline(
     "buffer-results-to-out-params{modify-public-functions hoist-static-allocs hoist-dynamic-allocs},"
     "func.func(buffer-deallocation-pipeline),"
     # No plan-buffers here: views into one arena hide from LLVM that temporaries do
-    # not alias, and vectorization suffers (transformer layer: 2.1 ms with, 1.35 without).
+    # not alias, and vectorization suffers (the transformer layer ran far slower with it).
     "convert-bufferization-to-memref)",
     "tensors -> memrefs, results -> out-params, deallocation of temporaries",
 )
@@ -122,11 +122,10 @@ register_pipeline(
     "are library calls (cuBLAS through aten)",
 )
 
-# Gemm templates cost compile time: on sm_90, Triton builds a tl.dot template in 0.99 s
-# where the GPT-2 block's other kernels take 0.10-0.14 s each (2-core VM). In the full
-# H100 benchmarks, the block's first call was 1.68 s against Inductor's 2.00 without
-# templates and 1.98 against 1.73 with one. So, as Inductor does, only max-autotune
-# builds them.
+# Gemm templates cost compile time: Triton builds a tl.dot template several times more
+# slowly than the GPT-2 block's other kernels. In the full GPU benchmarks, the block's
+# first call beat Inductor's without templates and fell behind it with one. So, as
+# Inductor does, only max-autotune builds them.
 register_pipeline(
     "gpu-max-autotune",
     _gpu(templates=True),

@@ -6,8 +6,8 @@ imported on the first pass lookup). Users add passes and pipelines with `registe
 whose objects are called once with no arguments on the first lookup of a pipeline or
 pass. Looking up a pipeline imports no pass module: the backend expands its named
 pipelines in its own process, for the worker that runs them, and importing every pass
-module took 0.29 s there (development VM; a first compile on the Triton target, which
-imports a few of them itself, spent 0.07 s less).
+module there would slow its first compile (less so on the Triton target, which imports a
+few of them itself).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """mode="max-autotune" on the Triton target: each launch's configuration chosen by timing.
 
 The gpu pipeline picks one configuration per kernel (choose-gpu-blocks), from its kind
-and extents by rules measured on an H100; the default mode launches that, because
+and extents by rules measured on one GPU model; the default mode launches that, because
 timing candidates costs first-call time. max-autotune times each kernel kind's space
 of configurations on the first call's arguments (the pre-compile dry run's buffers,
 which only these launches write) and keeps the fastest:

@@ -1,10 +1,9 @@
 """Triton kernel compiles on a pool of worker processes.
 
 Triton's front end (Python AST to TTIR) holds the GIL, so threads overlap only its
-native stages, and processes overlap all of it. Measured on the H100 machine (16 cores,
-triton 3.6, 2026-11-22; benchmarks/parallel_compile.py on densenet121's 186 distinct
-kernels): 16.8 s one by one, 7.6 s on 16 threads, 3.6 s on 16 processes with their
-start counted in.
+native stages, and processes overlap all of it: on densenet121's 186 distinct kernels
+(benchmarks/parallel_compile.py), processes compiled about twice as fast as threads,
+with their start counted in (benchmarks/results/parallel_compile_cuda.md).
 
 A worker compiles a kernel into Triton's on-disk cache and returns nothing. The parent
 then compiles the same specialization itself, through the JIT, and finds the binary in
@@ -30,8 +29,8 @@ ptxas that it reads once per process, and then runs the ptxas that TRITON_PTXAS_
 names at each compile. Inductor sets that variable at its first compile (to torch's
 ptxas): a parent that compiled before keys by Triton's own ptxas, and workers started
 after by torch's, so the parent missed every kernel they compiled and compiled it
-again (the GPT-2 block's 6 kernels on the H100, after Inductor had compiled in the same
-process: 0.24-0.39 s each, on the parent's threads). A worker takes the parent's
+again (the GPT-2 block's 6 kernels, after Inductor had compiled in the same process,
+all compiled a second time on the parent's threads). A worker takes the parent's
 version for its keys (Triton's TRITON_MOCK_PTX_VERSION knob, set in the worker only)
 and, like the parent, runs the ptxas that its environment names.
 

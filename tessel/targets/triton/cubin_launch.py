@@ -2,11 +2,11 @@
 launcher (`torch._C._StaticCudaLauncher`, the one Inductor uses) instead of Triton's.
 
 Triton (3.6) builds its launcher, a C extension, with gcc for each kernel signature the
-first time it loads a kernel of that signature: on the H100 machine that was 1.14 s
-(summed over the loading threads) of the GPT-2 block's 1.27 s `triton-compile`, with
-empty caches. PyTorch's launcher is compiled into torch: loading a kernel is one
-cuModuleLoad, and a launch costs about what calling Triton's launcher directly does
-(7.0 us against 6.6 us for a kernel of three arguments, same machine).
+first time it loads a kernel of that signature: with empty caches, that was most of
+the GPT-2 block's `triton-compile` time (summed over the loading threads). PyTorch's
+launcher is compiled into torch: loading a kernel is one cuModuleLoad, and a launch
+costs about what calling Triton's launcher directly does (within a few per cent, for a
+kernel of three arguments).
 
 A loaded kernel is described by plain data (`CubinKernel`), which tessel's graph cache
 keeps: a second process loads a cached graph's kernels without Triton's JIT, so without

@@ -5,8 +5,8 @@ Triton target: their host programs replayed through PyTorch's CUDA graph trees
 A forward returns the activations its backward reads. Captured one graph at a time
 (cuda_graphs.CudaGraphRunner), each of them is cloned out of the forward capture's
 buffers and copied into the backward capture's: the torch.compile tutorial's densenet121
-train step made some 6,000 such copies a step, half of its host time (H100,
-torch.profiler). The trees record a forward and its backward into one memory pool, so
+train step made some 6,000 such copies a step, half of its host time
+(torch.profiler). The trees record a forward and its backward into one memory pool, so
 the backward reads the activations where the forward's replay wrote them; they copy
 the other inputs that are not read in place in one `_foreach_copy_`, and raise, as
 for Inductor, when a program reads an output that a later replay has overwritten.

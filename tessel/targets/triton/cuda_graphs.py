@@ -65,8 +65,7 @@ class CudaGraphRunner:
         of the static inputs (read in place), the sizes of the other tensors, and
         scalar values. Computed at every call, so kept to one attribute per input:
         densenet121 passes some 600 parameters and buffers, for which a tuple of each
-        input's whole layout took 670 us a call on the 2-core development VM, and this
-        90 us."""
+        input's whole layout cost several times the host time of this one."""
         if self.positions is None:
             tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
             static = [i for i in tensors if self._is_static(i, args[i])]

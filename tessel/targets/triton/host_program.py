@@ -234,8 +234,8 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
                       matmul: str = "torch.matmul", bias: str | None = None) -> str:
     """`A B` of a contraction `C += A B`, read off its indexing maps: torch.matmul on
     (transposed) views where the maps are a matmul's, batched or broadcast (cuBLAS gets
-    the transposes as flags); torch.einsum for any other contraction. Measured on an
-    H100, bf16 4096^3: einsum with a transposed B ran 0.33 ms against matmul's 0.20.
+    the transposes as flags); torch.einsum for any other contraction: on a large bf16
+    gemm, einsum with a transposed B ran well behind matmul.
     With `bias` (a row vector C starts from): a 2-D half gemm is torch.addmm, which
     cuBLAS runs with the bias in its epilogue; otherwise the bias is added."""
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -417,8 +417,8 @@ class _HostWriter:
 
     def empty(self, value: ir.Value, shape: list[int | str], element: str) -> str:
         """A new buffer for `value`, channels-last where the network keeps it so
-        (layouts.py). empty_strided: measured 4.3 us a call on an H100 host, against
-        6.5 for empty with a memory format."""
+        (layouts.py). empty_strided: cheaper in host time than empty with a memory
+        format (benchmarks/host_costs.py)."""
         channels_last = value in self.channels_last
         if not all(isinstance(size, int) for size in shape):
             layout = ", memory_format=torch.channels_last" if channels_last and \
@@ -571,8 +571,8 @@ class _HostWriter:
         weight_name = self.name_of(weight)
         if self.channels_last:
             weight_name = f"channels_last_weight({weight_name}, capturing)"
-        # aten's convolution, as Inductor calls it: F.conv2d adds a dispatch on top
-        # (measured on an H100 host: 22.9 against 24.5 us a call).
+        # aten's convolution, as Inductor calls it: F.conv2d adds a dispatch on top,
+        # host time at every call (benchmarks/host_costs.py).
         return (f"torch.convolution({self.name_of(image)}, {weight_name}, None, "
                 f"{strides}, {padding or (0, 0)}, {dilations}, "
                 f"False, (0, 0), 1)")
@@ -581,8 +581,8 @@ class _HostWriter:
         """linalg's grouped convolution, (N, G, C, H, W) by (G, F, C, KH, KW), as one
         aten convolution of G groups. torch-mlir computes a strided convolution's weight
         gradient so (the batch as groups, the stride as dilation); as a loop kernel, the
-        7x7 stride-2 stem of densenet121's train step took 10 ms of the step's 41 ms of
-        GPU time (H100, torch.profiler)."""
+        7x7 stride-2 stem of densenet121's train step took about a quarter of the step's
+        GPU time (torch.profiler)."""
         image, weight = conv.operands[0], conv.operands[1]
         shapes = [list(ir.ShapedType(v.type).shape) for v in (image, weight, conv.results[0])]
         if any(ir.ShapedType.is_dynamic_size(d) for shape in shapes for d in shape):
@@ -691,9 +691,9 @@ def _reusing_buffers(body: list[str]) -> list[str]:
 
     Memory is reused only when nothing is allocated between its last read and the new
     allocation: that is the block torch's caching allocator would hand out there too,
-    so the plan saves its call (4 us on an H100 host) and never raises the peak. Reuse
+    so the plan saves its call's host time and never raises the peak. Reuse
     across other allocations did: holding a freed buffer for a later one kept it from
-    the library calls in between (H100, peak call memory: resnet50 48 -> 60 MiB,
+    the library calls in between (peak call memory: resnet50 48 -> 60 MiB,
     densenet121 39 -> 53)."""
     memory: dict[str, set[str]] = {}      # name -> the allocations whose memory it may hold
     signature: dict[str, str] = {}        # allocation -> its torch.empty_strided(...)

@@ -2,9 +2,9 @@
 
 Triton's JIT launch, `kernel[grid](*args)`, binds the arguments, works out their
 specialization (16-byte aligned pointers, ints equal to 1 or multiples of 16) and looks
-the compiled kernel up, at every call. Measured on an H100 (triton 3.6; see
-benchmarks/host_costs.py), that is 43 us per launch for a kernel with 6 tensors and 24
-strides, against 10 us for calling the compiled kernel's launcher directly. So a
+the compiled kernel up, at every call. For a kernel with 6 tensors and 24 strides
+that is several times what calling the compiled kernel's launcher directly costs
+(triton 3.6; benchmarks/host_costs.py measures both). So a
 launcher compiles its kernel (or finds it in Triton's cache) once, at its first direct
 launch, loads the binary into PyTorch's static launcher (cubin_launch.py; Triton's own
 where that one cannot take the kernel) and calls it from then on.
@@ -112,8 +112,8 @@ def compile_in_parallel(launches: list[tuple[KernelLauncher, tuple]]) -> None:
     (compile_pool.py), then on a thread per core, which find the workers' binaries in
     Triton's cache and compile what they could not. Threads alone are the
     fallback: Triton releases the GIL in its MLIR, LLVM and ptxas stages, not in its
-    front end (186 kernels of densenet121 for sm_90 on the 16-core H100 machine: 16.8 s
-    one by one, 7.6 s on 16 threads, 3.6 s on 16 processes). The interpreter runs
+    front end (densenet121's 186 kernels compiled about twice as fast on processes as
+    on threads: benchmarks/results/parallel_compile_cuda.md). The interpreter runs
     kernels from their source: nothing to compile."""
     if AsyncCompileMode is None or not launches or interpreting():
         return
