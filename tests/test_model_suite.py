@@ -55,6 +55,22 @@ def test_deberta_compiles_whole_on_the_triton_target(monkeypatch, tmp_path):
     assert row["graphs_compiled"] >= 1 and not row["fallback_reasons"], row
 
 
+def test_deberta_over_rows_longer_than_a_block_compiles_whole(monkeypatch, tmp_path):
+    """At 64 tokens, 4 heads, DeBERTa's masked scores are a looped row of [4, 64, 64]
+    points that also stores the [1, 64, 64] mask: its chunks store the mask too."""
+    from conftest import assert_compiled
+
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    model = hf.build_model("hf_deberta_v2", tiny=True).eval()
+    ids = torch.randint(hf.SPECIAL_TOKENS, hf.TINY_VOCAB, (2, 64))
+    compiled = torch.compile(model, backend="mlir",
+                             options={"target": "triton", "fallback": False})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids).logits, model(ids).logits)
+    assert_compiled()
+
+
 def test_generate_with_a_compiled_forward_picks_eagers_tokens():
     row = run_row("hf_llama", "mlir", kind="generate", tiny=True, warmup=1, repeats=0)
     assert row["status"] == "pass", row

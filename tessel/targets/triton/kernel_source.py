@@ -387,12 +387,11 @@ class _Writer:
 
     def walk_alone(self, extent: list[int | str]) -> tuple[list[str], str]:
         """Indices that walk a tensor of `extent`, off the row, with the row's first
-        lanes, in row-major order, and the mask of those lanes: all of a pointwise
-        kernel's lanes (over its programs), or a row kernel's one block."""
+        lanes, in row-major order, and the mask of those lanes. `r` spans the row's
+        points: over a pointwise kernel's programs, a row kernel's block, or a looped
+        row's chunks (the store then runs chunk by chunk)."""
         points, row = _points(extent), _points(self.row_shape)
-        lanes = self.block if self.program_ids else row
-        if not isinstance(points, int) or not isinstance(lanes, int) or points > lanes \
-                or self.indent:
+        if not isinstance(points, int) or not isinstance(row, int) or points > row:
             raise UnsupportedKernel("linalg.generic", f"a result of {extent} points beside "
                                     f"the kernel's row of {self.row_shape}")
         indices, inner = ["0"] * len(extent), 1
