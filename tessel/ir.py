@@ -136,6 +136,22 @@ def mixed_values(op, attributes: tuple[str, ...], first_operand: int) -> list[li
             for attribute in attributes]
 
 
+def values_read_from_above(op) -> list:
+    """The values that ops nested in `op` read but `op` does not define (a tkern.kernel
+    is not isolated from above: its body reads main's values directly)."""
+    inside, read = set(), []
+
+    def visit(nested):
+        inside.update(nested.results)
+        for region in nested.regions:
+            for block in region.blocks:
+                inside.update(block.arguments)
+        read.extend(nested.operands)
+        return WalkResult.ADVANCE
+    op.walk(visit)
+    return [value for value in read if value not in inside]
+
+
 def defined_functions(module, kind: str = "func.func") -> list:
     """The top-level functions of `module` (an Operation) of op `kind` (func.func or
     llvm.func) that have a body, as Operations; declarations are left out."""

@@ -378,12 +378,7 @@ class _Writer:
             # the order of channels-last buffers in memory (coalesced loads and stores).
             fastest_first = [d for d in (1, *range(len(domain) - 1, 1, -1), 0)
                              if domain[d] != 1]
-        indices, inner = ["0"] * len(domain), 1
-        for dim in fastest_first:
-            indices[dim] = (f"((r // ({inner})) % {domain[dim]})" if inner != 1
-                            else f"(r % {domain[dim]})")
-            inner = _times(inner, domain[dim])
-        return indices, "row"
+        return _walked(domain, fastest_first), "row"
 
     def walk_alone(self, extent: list[int | str]) -> tuple[list[str], str]:
         """Indices that walk a tensor of `extent`, off the row, with the row's first
@@ -394,13 +389,8 @@ class _Writer:
         if not isinstance(points, int) or not isinstance(row, int) or points > row:
             raise UnsupportedKernel("linalg.generic", f"a result of {extent} points beside "
                                     f"the kernel's row of {self.row_shape}")
-        indices, inner = ["0"] * len(extent), 1
-        for dim in reversed(range(len(extent))):
-            if extent[dim] != 1:
-                indices[dim] = f"((r // {inner}) % {extent[dim]})" if inner != 1 \
-                    else f"(r % {extent[dim]})"
-                inner *= extent[dim]
-        return indices, f"(r < {points})"
+        row_major = [d for d in reversed(range(len(extent))) if extent[d] != 1]
+        return _walked(extent, row_major), f"(r < {points})"
 
     def spans_row(self, domain: list[int | str]) -> bool:
         """Whether a domain's dims of size > 1 are the row's (or it has none)."""
@@ -910,6 +900,17 @@ def _index_of(expr, indices: list[str], symbols: list[str] = ()) -> str:
             return (f"({_index_of(expr.lhs, indices, symbols)} {operator} "
                     f"{_index_of(expr.rhs, indices, symbols)})")
     raise UnsupportedKernel("linalg.generic", f"an indexing expression {expr}")
+
+
+def _walked(extent: list[int | str], fastest_first: list[int]) -> list[str]:
+    """Per dim of `extent`, its index where `r` walks the `fastest_first` dims (the
+    others, of size 1, are 0)."""
+    indices, inner = ["0"] * len(extent), 1
+    for dim in fastest_first:
+        indices[dim] = (f"((r // ({inner})) % {extent[dim]})" if inner != 1
+                        else f"(r % {extent[dim]})")
+        inner = _times(inner, extent[dim])
+    return indices
 
 
 def _is_position(index: str) -> bool:

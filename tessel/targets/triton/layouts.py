@@ -50,7 +50,7 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
                     list(view.type.shape[:2]) == list(source.type.shape[:2]):
                 held.add(view)
         elif op.name in ("tkern.kernel", "tensor.concat"):
-            read = op.operands if op.name == "tensor.concat" else _read_from_above(op)
+            read = op.operands if op.name == "tensor.concat" else ir.values_read_from_above(op)
             for result in op.results:
                 if _image(result) and any(
                         value in held and (op.name == "tensor.concat" or
@@ -66,18 +66,3 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
             held.add(op.operands[0])
     return frozenset(held)
 
-
-def _read_from_above(kernel: ir.Operation) -> list[ir.Value]:
-    """The values of `main` that ops inside `kernel` read (kernels are not isolated
-    from above: their bodies read main's values directly)."""
-    inside, read = set(), []
-
-    def visit(op):
-        inside.update(op.results)
-        for region in op.regions:
-            for block in region.blocks:
-                inside.update(block.arguments)
-        read.extend(v for v in op.operands if v not in inside)
-        return ir.WalkResult.ADVANCE
-    kernel.walk(visit)
-    return [v for v in read if v not in inside]

@@ -129,9 +129,8 @@ def _nodes_of(op: ir.Operation | None) -> frozenset[str]:
 
 
 def _reads_any(kernel: ir.Operation, values: set) -> bool:
-    """Whether an op of `kernel` reads one of `values`."""
-    return bool(values) and any(operand in values for op in ir.ops_where(kernel, lambda op: True)
-                                for operand in op.operands)
+    """Whether an op of `kernel` reads one of `values` (values of main)."""
+    return bool(values) and any(value in values for value in ir.values_read_from_above(kernel))
 
 
 def _autotuning(options) -> bool:
@@ -182,7 +181,8 @@ class TritonTarget(Target):
             channels_last = layouts.channels_last_values(ir.function_named(module, "main"))
             narrowed = host_program.narrowed_values(module)
             sources, located, refused, unknown = {}, {}, [], set()
-            for kernel, generated in translate.generated_kernels(module):
+            for kernel, generated in translate.generated_kernels(
+                    ir.function_named(module, "main").operation, channels_last, narrowed):
                 if isinstance(generated, UnsupportedKernel):
                     # A kernel reading a refused one's results may be refused for that
                     # alone (a size it produces): it is not pinned, and the split's

@@ -16,33 +16,33 @@ from tessel.targets.triton import host_program, kernel_source, layouts
 from tessel.targets.triton.kernel_source import KernelSource, UnsupportedKernel
 
 
-def generated_kernels(module: ir.Module) -> Iterator[tuple[ir.Operation,
-                                                          KernelSource | UnsupportedKernel]]:
-    """Each Triton kernel of `module` (library calls are aten's) with its source, or the
-    UnsupportedKernel that refused it, in program order."""
-    has_main = any(ir.StringAttr(f.attributes["sym_name"]).value == "main"
-                   for f in ir.defined_functions(module.operation))
-    narrowed = host_program.narrowed_values(module) if has_main else frozenset()
-    for function in ir.defined_functions(module.operation):
-        channels_last = layouts.channels_last_values(function)
-        for kernel in ir.ops_where(function, is_kernel):
-            if kernel.name == "tkern.library_call":
-                continue
-            try:
-                yield kernel, kernel_source.generate(
-                    kernel, any(r in channels_last for r in kernel.results), narrowed)
-            except UnsupportedKernel as error:
-                yield kernel, error
+def generated_kernels(function: ir.Operation, channels_last: frozenset, narrowed: frozenset
+                      ) -> Iterator[tuple[ir.Operation, KernelSource | UnsupportedKernel]]:
+    """Each Triton kernel of `function` (library calls are aten's) with its source, or
+    the UnsupportedKernel that refused it, in program order; `channels_last` and
+    `narrowed` are the function's layouts and narrowed values."""
+    for kernel in ir.ops_where(function, is_kernel):
+        if kernel.name == "tkern.library_call":
+            continue
+        try:
+            yield kernel, kernel_source.generate(
+                kernel, any(r in channels_last for r in kernel.results), narrowed)
+        except UnsupportedKernel as error:
+            yield kernel, error
 
 
 def triton_source(module: ir.Module) -> str:
     """The kernels' Triton module: the prelude, then one function per kernel, or a
     comment naming what refused a kernel."""
+    functions = ir.defined_functions(module.operation)
+    has_main = any(ir.StringAttr(f.attributes["sym_name"]).value == "main" for f in functions)
+    narrowed = host_program.narrowed_values(module) if has_main else frozenset()
     parts = [kernel_source.PRELUDE]
-    for kernel, generated in generated_kernels(module):
-        if isinstance(generated, UnsupportedKernel):
-            parts.append(f"# {kernel_name(kernel)}: "
-                         f"unsupported: {generated}\n")
-        else:
-            parts.append(generated.source)
+    for function in functions:
+        channels_last = layouts.channels_last_values(function)
+        for kernel, generated in generated_kernels(function, channels_last, narrowed):
+            if isinstance(generated, UnsupportedKernel):
+                parts.append(f"# {kernel_name(kernel)}: unsupported: {generated}\n")
+            else:
+                parts.append(generated.source)
     return "\n\n".join(parts)
