@@ -775,10 +775,11 @@ def test_all_and_any_reduce_with_bitwise_combiners():
     assert_compiled()
 
 
-def test_row_loop_with_results_of_two_types_is_launched_unwrapped(tmp_path):
-    """A transformer layer's backward has a row loop whose results differ in shape (a
-    layer norm gradient and per-row sums): it stays an unwrapped loop (form-kernels) and
-    is launched as a kernel all the same."""
+def test_a_transformer_layers_backward_row_loops_are_kernels_of_one_result(tmp_path):
+    """A transformer layer's backward: every row loop is a tkern.kernel of one result.
+    The zero fill that CSE shares between its sums had joined one row loop as a second
+    result (form-kernels then left the loop unwrapped), and the sum that read the fill
+    next ran as a kernel of its own (fuse-tiles now gives each reader its own fill)."""
     model = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                              batch_first=True, dropout=0.0)
     reference = copy.deepcopy(model)
@@ -791,7 +792,8 @@ def test_row_loop_with_results_of_two_types_is_launched_unwrapped(tmp_path):
     counters = assert_compiled(2)
     assert counters["backward_graphs_compiled"] == 1
     (backward,) = tmp_path.glob("dump/*_backward/*_gpu.mlir")
-    assert "tessel.kernel = " in backward.read_text()
+    text = backward.read_text()
+    assert "scf.forall" in text and "tessel.kernel = " not in text
 
 
 def test_max_pooling_backward_scatters_through_index_put(tmp_path):
@@ -1223,6 +1225,26 @@ def test_a_half_linear_with_a_bias_is_one_addmm(rows, tmp_path):
         torch.testing.assert_close(compiled, linear(x))
     _, host = generated_files(tmp_path / "dump")
     assert "torch.addmm(" in host and "KernelLauncher" not in host, host
+
+
+def test_a_half_linear_before_a_residual_norm_is_an_addmm_in_its_dtype(tmp_path):
+    """BERT's output block: the row kernel of the residual add and the layer norm
+    rounds the linear's result to bf16 where it reads each row's slice, so cuBLAS's bf16
+    addmm serves it; it had been an f32 product plus a separate bias add."""
+    torch.manual_seed(0)
+    linear, norm = torch.nn.Linear(64, 64).bfloat16(), torch.nn.LayerNorm(64).bfloat16()
+    x = torch.randn(2, 16, 64).bfloat16()
+
+    def block(x):
+        return norm(linear(x) + x)
+
+    with torch.no_grad():
+        compiled = compile_triton(block, dump_dir=tmp_path / "dump")(x)
+        torch.testing.assert_close(compiled, block(x), atol=2e-2, rtol=2e-2)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.addmm(" in host and "matmul_in_f32" not in host, host
+    assert host.count("KernelLauncher(") == 1, host
 
 
 def test_a_half_gemm_and_its_element_wise_neighbours_are_one_tl_dot_template(tmp_path):

@@ -178,3 +178,18 @@ def test_integer_scatter_mean_rounds_down_as_eager(include_self):
         [3, -8, 4, -4, -1])
     torch.testing.assert_close(torch.compile(fn, backend="mlir")(x, index, src), fn(x, index, src))
     assert_compiled()
+
+
+@TARGETS
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_comparisons_with_a_scalar_compare_in_the_tensors_dtype(target, dtype):
+    """Eager rounds the scalar to the tensor's dtype: float32(0.1) == 0.1 is True.
+    torch-mlir compared the tensor widened to f64 with the f64 scalar: False."""
+    def fn(x):
+        return x == 0.1, x != 0.1, x <= 0.1, x > 0.1, x >= 0.3, x < 0.3, x == float("-inf")
+
+    x = torch.tensor([0.1, 0.2, 0.3, float("-inf")], dtype=dtype)
+    for actual, expected in zip(torch.compile(fn, backend="mlir",
+                                              options={"target": target})(x), fn(x)):
+        assert torch.equal(actual, expected)
+    assert_compiled()

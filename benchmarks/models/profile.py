@@ -56,11 +56,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--tiny", action="store_true")
     args = parser.parse_args(argv)
-    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[
-        args.dtype or ("bf16" if args.device == "cuda" else "fp32")]
+    dtype_name = args.dtype or ("bf16" if args.device == "cuda" else "fp32")
+    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
     for name in args.models:
         torch.manual_seed(0)
-        built = catalog.build(find_spec(name, "forward"), args.device, args.tiny)
+        built = catalog.build(find_spec(name, "forward", dtype_name), args.device, args.tiny)
         model = built.model.to(dtype)
         inputs = measure.cast_floats((built.args, built.kwargs), dtype)
         for backend in args.backends.split(","):

@@ -176,3 +176,107 @@ func.func @negative_transposed_producer(%x: tensor<4x512x16xf32>) -> tensor<4x16
   } -> tensor<4x16xf32>
   return %sum : tensor<4x16xf32>
 }
+
+// -----
+
+// Two layer norms in a row, whose four sums start from one zero fill (CSE shares it
+// across a graph): each sum gets its own copy, and both norms, row-local, become one
+// row loop with a single result. Fused while the first norm's mean still read it, the
+// shared fill had become a second result of that norm's loop, which the mean then read
+// after the loop: the mean and the widening before it stayed kernels of their own.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rows3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#rows2 = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @layer_norms_with_one_fill
+// CHECK-NOT:     linalg.generic
+// CHECK:         %[[R:.*]] = scf.forall (%{{.*}}, %{{.*}}) in (4, 8) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<4x8x16xbf16>)
+// CHECK-COUNT-2:   iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:           math.rsqrt
+// CHECK-COUNT-2:   iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:           math.rsqrt
+// CHECK:           scf.forall.in_parallel
+// CHECK-NOT:     linalg.generic
+// CHECK:         return %[[R]]
+func.func @layer_norms_with_one_fill(%x: tensor<4x8x16xbf16>) -> tensor<4x8x16xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 16.0 : f32
+  %e1 = tensor.empty() : tensor<4x8xf32>
+  %init = linalg.generic {indexing_maps = [#rows2], iterator_types = ["parallel", "parallel"]}
+      outs(%e1 : tensor<4x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  } -> tensor<4x8xf32>
+  %e3 = tensor.empty() : tensor<4x8x16xf32>
+  %e4 = tensor.empty() : tensor<4x8x16xbf16>
+  %wide1 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<4x8x16xbf16>) outs(%e3 : tensor<4x8x16xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %w = arith.extf %in : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<4x8x16xf32>
+  %sum1 = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wide1 : tensor<4x8x16xf32>) outs(%init : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %centered1 = linalg.generic {indexing_maps = [#id3, #rows3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%wide1, %sum1 : tensor<4x8x16xf32>, tensor<4x8xf32>) outs(%e3 : tensor<4x8x16xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %mean = arith.divf %s, %n : f32
+    %c = arith.subf %in, %mean : f32
+    linalg.yield %c : f32
+  } -> tensor<4x8x16xf32>
+  %squares1 = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%centered1 : tensor<4x8x16xf32>) outs(%init : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %sq, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %normed1 = linalg.generic {indexing_maps = [#id3, #rows3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%centered1, %squares1 : tensor<4x8x16xf32>, tensor<4x8xf32>) outs(%e4 : tensor<4x8x16xbf16>) {
+  ^bb0(%in: f32, %sq: f32, %out: bf16):
+    %var = arith.divf %sq, %n : f32
+    %r = math.rsqrt %var : f32
+    %y = arith.mulf %in, %r : f32
+    %t = arith.truncf %y : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x8x16xbf16>
+  %wide2 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%normed1 : tensor<4x8x16xbf16>) outs(%e3 : tensor<4x8x16xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %w = arith.extf %in : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<4x8x16xf32>
+  %sum2 = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%wide2 : tensor<4x8x16xf32>) outs(%init : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %centered2 = linalg.generic {indexing_maps = [#id3, #rows3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%wide2, %sum2 : tensor<4x8x16xf32>, tensor<4x8xf32>) outs(%e3 : tensor<4x8x16xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %mean = arith.divf %s, %n : f32
+    %c = arith.subf %in, %mean : f32
+    linalg.yield %c : f32
+  } -> tensor<4x8x16xf32>
+  %squares2 = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%centered2 : tensor<4x8x16xf32>) outs(%init : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %sq, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %normed2 = linalg.generic {indexing_maps = [#id3, #rows3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%centered2, %squares2 : tensor<4x8x16xf32>, tensor<4x8xf32>) outs(%e4 : tensor<4x8x16xbf16>) {
+  ^bb0(%in: f32, %sq: f32, %out: bf16):
+    %var = arith.divf %sq, %n : f32
+    %r = math.rsqrt %var : f32
+    %y = arith.mulf %in, %r : f32
+    %t = arith.truncf %y : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x8x16xbf16>
+  return %normed2 : tensor<4x8x16xbf16>
+}

@@ -91,7 +91,7 @@ module {
 
 // A normalization over the channels of NCHW (ConvNeXt's channels-first layer norm):
 // one program per (n, h, w), its row the channels, read at stride in0_stride1.
-// CHECK-LABEL: def main_kernel_1(
+// CHECK-LABEL: def main_kernel_0(
 // CHECK:         row = tl.program_id(0)
 // CHECK:         tl.load(in0 + row0 * in0_stride0 + (r % 16) * in0_stride1 + row1 * in0_stride2 + row2 * in0_stride3, mask=mask)
 // CHECK:         tl.sum(

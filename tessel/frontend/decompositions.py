@@ -213,6 +213,15 @@ def scalar_forms() -> dict:
     return table
 
 
+def comparisons_in_eagers_dtype() -> dict:
+    """`x == 0.1` and the other comparisons with a scalar, as their Tensor overload on
+    the scalar made a 0-d tensor of the promoted dtype, as eager compares. torch-mlir
+    widens the tensor to the scalar's f64 instead: float32(0.1) == 0.1 came out False
+    (eager: True), and every softmax's -inf test converted its scores to f64."""
+    comparisons = (aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge)
+    return {op.Scalar: _with_scalars_as_tensors(op.Tensor, [1]) for op in comparisons}
+
+
 def torch_mlir_table() -> dict:
     """torch-mlir's table (fx_decomp_util.get_decomposition_table: core ATen's, less its
     exclusions, plus its extras), without the CompositeImplicitAutograd ops that
@@ -255,5 +264,6 @@ def decomposition_table() -> dict:
     table.update(half_precision_decompositions(table))
     # Before PyTorch's decompositions of these, which make their scalar a prims.scalar_tensor.
     table.update(scalar_forms())
+    table.update(comparisons_in_eagers_dtype())
     return table
 

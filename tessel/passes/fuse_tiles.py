@@ -127,6 +127,7 @@ class FuseTilesPass(ModulePass):
         still tiled by rows, instead of running as one GPU program per output point."""
         groups = []
         for function in ir.defined_functions(module):
+            _fill_per_reader(function.regions[0].blocks[0])
             groups += self.plan(function.regions[0].blocks[0], self.cores or os.cpu_count() or 1,
                                 self.gemm_epilogues, self.tile_leading_dims)
         stopped = False
@@ -200,6 +201,27 @@ class FuseTilesPass(ModulePass):
             del op.attributes[OP_ID]
 
 
+def _writes_a_constant(op: ir.Operation) -> bool:
+    """A linalg.generic that reads no tensor: a fill, cheap to clone per tile."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return False
+    return all(not isinstance(v.type, ir.ShapedType) for v in list(op.operands)[:-1])
+
+
+def _fill_per_reader(block: ir.Block) -> None:
+    """Give every reader of a fill its own copy. CSE leaves one zero fill initializing
+    every sum of a graph (each layer norm's mean and variance); a group fusing it made
+    it a result of its loop, so the next reader (the mean of the same norm, not yet
+    fused) read that result, after the loop that needs it, and stayed a kernel of its
+    own, reading the values the loop then read again."""
+    for op in [op.operation for op in block.operations if _writes_a_constant(op.operation)]:
+        uses = [(ir.operation_of(use.owner), use.operand_number)
+                for use in op.results[0].uses]
+        for reader, operand in uses[1:]:
+            copy = op.clone(ip=ir.InsertionPoint(reader))
+            reader.operands[operand] = copy.results[0]
+
+
 def _grow(group: FusionGroup, nodes, users, assigned, root_dims: list[int],
           gpu_rows: bool, rows_tiled: bool = False) -> None:
     """Add producers to `group` until none qualifies (a fixed point: a producer may
@@ -232,8 +254,7 @@ def _grow(group: FusionGroup, nodes, users, assigned, root_dims: list[int],
                 if gpu_rows and (_slides_a_window(producer)
                                  or _reads_transposed(consumer_op, index)):
                     continue
-                inputs = list(producer_op.operands)[:-len(producer_op.results)]
-                is_fill = all(not isinstance(v.type, ir.ShapedType) for v in inputs)
+                is_fill = _writes_a_constant(producer_op)
                 if not (is_fill or users[producer_op] <= set(tiled_dims)):
                     continue
                 producer_dims = [_tiled_producer_dim(consumer, d, index, producer)

@@ -85,12 +85,20 @@ def narrowed_values(module: ir.Module) -> frozenset[ir.Value]:
 
 
 def _rounds_on_read(use, half: ir.Type) -> bool:
-    """Whether `use` is an input of a linalg.generic inside a kernel whose body only
-    truncates that input to `half`."""
-    generic = ir.operation_of(use.owner)
+    """Whether `use` is read by a Triton kernel that only truncates it to `half`: an
+    input of a linalg.generic whose body only truncates it, directly or through the
+    slices a row loop takes of it (a residual add and norm fused behind the gemm)."""
     kernel = _main_level_user(use)
-    if generic is None or generic.name != "linalg.generic" or \
-            kernel.name == "tkern.library_call" or not is_kernel(kernel):
+    return kernel.name != "tkern.library_call" and is_kernel(kernel) and \
+        _truncated_by_reader(use, half)
+
+
+def _truncated_by_reader(use, half: ir.Type) -> bool:
+    generic = ir.operation_of(use.owner)
+    if generic is not None and generic.name == "tensor.extract_slice":
+        uses = list(generic.results[0].uses)
+        return bool(uses) and all(_truncated_by_reader(u, half) for u in uses)
+    if generic is None or generic.name != "linalg.generic":
         return False
     inputs = len(generic.operands) - len(generic.results)
     if use.operand_number >= inputs:
