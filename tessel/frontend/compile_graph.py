@@ -22,23 +22,27 @@ import torch.utils._pytree as pytree
 from torch._functorch._aot_autograd.schemas import OutputType, PlainTensorMeta
 from torch._functorch.aot_autograd import make_boxed_func
 
-from tessel import counters, ir
+from tessel import cache, counters, ir
 from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
 from tessel.errors import TesselError
-from tessel.frontend import graph_cache
 from tessel.frontend.collectives import communicates
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.empty_values import allocate_empty_values
 from tessel.frontend.importer import import_graph, torch_op_named_in
-from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results, writing_inputs
+from tessel.frontend.input_mutations import (
+    mutated_inputs,
+    mutations_as_results,
+    writing_inputs,
+)
 from tessel.frontend.lift_constants import lifted_constants, passing_constants
 from tessel.frontend.native_ops import native_ops_in, native_reason
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.permuted_inputs import permuting_inputs
-from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
+from tessel.frontend.prepare_graph import UnsupportedGraph, prepare_graph
 from tessel.options import Options
+from tessel.signature import GraphSignature
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, get_target
 
@@ -98,7 +102,7 @@ def remembering_inference(key: str | None, example_inputs):
     try:
         yield
         if _remembered and ("graph" in _remembered or "split" in _remembered):
-            graph_cache.store(key, _remembered)
+            cache.store(key, _remembered)
     finally:
         _remembered = None
 
@@ -110,7 +114,7 @@ def inference_key(gm: torch.fx.GraphModule, example_inputs, options: Options) ->
     # check_accuracy needs the kernel IR of a compile, which the cache lacks.
     if not target.caches_graphs or options.check_accuracy:
         return None
-    return graph_cache.inference_key(gm, example_inputs, options, target.name)
+    return cache.inference_key(gm, example_inputs, options, target.name)
 
 
 def _passes_through(inputs: int) -> bool:
@@ -178,7 +182,7 @@ def _remember_split(gm: torch.fx.GraphModule, split: torch.fx.GraphModule,
 def cached_inference(gm: torch.fx.GraphModule, key: str | None, options: Options):
     """Dynamo's `gm` (of `inference_key` `key`) as an earlier process compiled it (see
     `remembering_inference`), without aot_autograd, or None."""
-    entry = graph_cache.load(key)
+    entry = cache.load(key)
     if entry is None:
         return None
     dump = GraphDump(options.dump_dir, "inference")
@@ -316,7 +320,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
                 o.meta.get("stack_trace") if isinstance(o, torch.fx.Node) else None
                 for o in outputs]
         # check_accuracy needs the kernel IR of this compile, which the cache lacks.
-        cache_key = (graph_cache.graph_key(gm, options, target.name)
+        cache_key = (cache.graph_key(gm, options, target.name)
                      if cacheable and target.caches_graphs and not options.check_accuracy
                      else None)
         cached = target.load_cached(cache_key, signature, options, stages)

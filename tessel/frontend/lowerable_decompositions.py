@@ -127,7 +127,7 @@ def minimum(a, b):
 
 def _integral(x, *bounds) -> bool:
     """Whether an integer tensor is clamped by integer scalars (or None): no NaN to
-    keep, and the op stays (signature.py then knows that a divisor clamped to at least
+    keep, and the op stays (prepare_graph.py then knows that a divisor clamped to at least
     1 is never 0). torch-mlir lowers no clamp by integer tensors."""
     return (not (x.is_floating_point() or x.is_complex())
             and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds))
@@ -534,7 +534,7 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
 
 def threshold_backward(grad, x, threshold):
     """PyTorch's decomposition, where its result dtype (the gradient's) is eager's (the
-    promoted one); otherwise the op stays, and signature.py sends its graph to eager."""
+    promoted one); otherwise the op stays, and prepare_graph.py sends its graph to eager."""
     if torch.promote_types(grad.dtype, x.dtype) != grad.dtype:
         return NotImplemented
     return _TORCH_THRESHOLD_BACKWARD(grad, x, threshold)

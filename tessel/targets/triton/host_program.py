@@ -12,12 +12,11 @@ import weakref
 import torch
 
 from tessel import ir
-from tessel.frontend.signature import GraphSignature, TensorInput
 from tessel.passes.buffer_views import view_root
 from tessel.passes.contractions import convolution_pair
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
+from tessel.signature import GraphSignature, TensorInput
 from tessel.targets.triton import cuda_graph_trees, sizes
-from tessel.targets.triton.launcher import dry_running
 from tessel.targets.triton.kernel_source import (
     CMPI_OPERATORS,
     CMPI_PREDICATES,
@@ -28,6 +27,7 @@ from tessel.targets.triton.kernel_source import (
     fill_constant,
     scalar_literal,
 )
+from tessel.targets.triton.launcher import dry_running
 
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 # Integer arithmetic on sizes at the host level, as Python (torch-mlir's view lowering
