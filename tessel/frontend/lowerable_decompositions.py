@@ -133,29 +133,32 @@ def _integral(x, *bounds) -> bool:
             and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds))
 
 
+# PyTorch's own decompositions (torch._refs): compare, isnan and where, so a NaN in x or
+# in a bound gives NaN, as in eager. torch-mlir lowers the clamps to compare-and-select,
+# which drops a NaN on one side.
+_CLAMPS = get_decompositions([aten.clamp, aten.clamp_min, aten.clamp_max, aten.hardtanh])
+
+
 def clamp(x, min=None, max=None):
-    """clamp as eager's min(max(x, min), max): NaN in x or in a bound gives NaN."""
     if _integral(x, min, max):
         return NotImplemented
-    if min is not None:
-        x = _larger(x, min)
-    if max is not None:
-        x = _smaller(x, max)
-    return x
+    return _CLAMPS[aten.clamp.default](x, min, max)
 
 
 def hardtanh(x, min_val=-1.0, max_val=1.0):
+    """Floating inputs only: an integer one stays hardtanh, which torch-mlir computes
+    in the input's dtype, as eager does."""
     if not x.is_floating_point():
         return NotImplemented
-    return clamp(x, min_val, max_val)
+    return _CLAMPS[aten.hardtanh.default](x, min_val, max_val)
 
 
 def clamp_min(x, min):
-    return NotImplemented if _integral(x, min) else _larger(x, min)
+    return NotImplemented if _integral(x, min) else _CLAMPS[aten.clamp_min.default](x, min)
 
 
 def clamp_max(x, max):
-    return NotImplemented if _integral(x, max) else _smaller(x, max)
+    return NotImplemented if _integral(x, max) else _CLAMPS[aten.clamp_max.default](x, max)
 
 
 def fmax(a, b):
