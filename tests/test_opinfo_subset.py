@@ -2,6 +2,8 @@
 modes (the full sweep runs on demand: `python -m tests.opinfo.sweep`). A wrong answer,
 or an error eager does not raise, fails the suite."""
 
+import json
+
 import pytest
 import torch
 from conftest import assert_compiled
@@ -146,3 +148,24 @@ def test_scalar_forms_compile(name):
     assert_compiled()
     assert actual.dtype == expected.dtype
     torch.testing.assert_close(actual, expected, equal_nan=True)
+
+
+def test_the_sweep_keeps_the_results_of_the_ops_it_ran_before_it_stopped(tmp_path, monkeypatch):
+    """A sweep stopped part way (interrupted, or killed by a native crash) has written
+    the outcome of every op it finished."""
+    from opinfo import sweep
+
+    calls = []
+
+    def stopping_after_one(op, mode, samples):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(op.name)
+        return {"status": "pass", "reason": ""}
+
+    monkeypatch.setattr(sweep, "run_op", stopping_after_one)
+    output = tmp_path / "results.json"
+    with pytest.raises(KeyboardInterrupt):
+        sweep.main(["--ops", "abs,neg", "--modes", "fp32", "--output", str(output)])
+    written = json.loads(output.read_text())
+    assert list(written["ops"]) == calls and written["summary"]["fp32"]["pass"] == 1
