@@ -116,11 +116,13 @@ def test_nan_follows_eager(name):
 @pytest.mark.parametrize("kind", ["t", "u", "v", "w", "shifted_t", "shifted_u", "shifted_v",
                                   "shifted_w"])
 def test_chebyshev_polynomials_at_their_edges(kind):
-    """Eager's values at +-1, for n < 0, fractional, huge or NaN n (cast to int64), and
-    its NaN where the recurrence overflowed two steps before the end."""
+    """Eager's values at +-1, for n < 0, fractional, huge or NaN n (cast to int64), its
+    NaN where the recurrence overflowed two steps before the end, and at an infinite x
+    its inf for n = 2 (where the closed forms divide inf by inf) and NaN beyond."""
     shifted = "shifted_" if kind.startswith("shifted") else ""
     op = getattr(torch.special, f"{shifted}chebyshev_polynomial_{kind[-1]}")
-    x = torch.tensor([-9.0, -1.0, -0.5, 0.0, 0.3, 1.0, 1.5, 7.0, 3e3, -2e4, 1e20])
+    x = torch.tensor([-9.0, -1.0, -0.5, 0.0, 0.3, 1.0, 1.5, 7.0, 3e3, -2e4, 1e20,
+                      float("inf"), -float("inf")])
     n = torch.tensor([[-2.0], [0.0], [1.0], [2.7], [6.0], [9.0], [40.0], [200.0], [1e30], [NAN]])
     actual, expected = torch.compile(op, backend="mlir")(x, n), op(x, n)
     assert_compiled()
