@@ -15,20 +15,16 @@ import torch
 from torch._decomp import get_decompositions
 from torch._prims_common import make_contiguous_strides_for
 
+from tessel.frontend.torch_mlir_workarounds import decomposed_by_pytorch
+
 aten = torch.ops.aten
 
 # PyTorch's own decompositions into ops torch-mlir lowers: copies of views (torch-mlir
 # lowers the views, not the `_copy` ops), ops it has no lowering for at all, and ops it
-# lowers less accurately than eager computes them.
+# lowers less accurately than eager computes them (torch_mlir_workarounds.py).
 TORCH_DECOMPOSED = [
     aten.view_copy, aten.permute_copy, aten.unbind_copy, aten.as_strided_copy,
-    aten.narrow_copy, aten.addmv, aten.dist,
-    # torch-mlir's gelu(approximate="tanh") takes 0.797724 for sqrt(2/pi) (0.7978846):
-    # a relative error of 1e-3 in fp32. PyTorch's computes as eager does.
-    aten.gelu,
-    # torch-mlir's norm.Scalar sums fp16 squares in fp16 (inf) and takes a symbolic p as
-    # sum(|x|^p)^(1/p) alone; PyTorch's is linalg_vector_norm, which tessel keeps exact.
-    aten.norm,
+    aten.narrow_copy, aten.addmv, aten.dist, *decomposed_by_pytorch(),
 ]
 
 _TORCH_THRESHOLD_BACKWARD = get_decompositions([aten.threshold_backward])[

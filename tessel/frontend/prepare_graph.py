@@ -17,6 +17,7 @@ import torch.fx
 from torch.utils._sympy.printers import PythonPrinter
 
 from tessel.errors import TesselError
+from tessel.frontend.torch_mlir_workarounds import unsound_lowerings
 from tessel.signature import (
     GraphSignature,
     IndexCheck,
@@ -34,15 +35,8 @@ SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
 
 
 # Ops that torch-mlir lowers to code that computes something else than eager: they
-# must run eagerly. Found by the OpInfo sweep (tests/opinfo/sweep.py).
-UNSOUND_LOWERINGS = {
-    torch.ops.aten.logcumsumexp.default:
-        "torch-mlir lowers it as log(cumsum(exp(x))), which overflows to inf where eager does not",
-    torch.ops.aten._embedding_bag_forward_only.default:
-        "torch-mlir's lowering gives wrong sums (per_sample_weights)",
-    torch.ops.aten._embedding_bag.default:
-        "torch-mlir's lowering gives wrong sums (per_sample_weights)",
-}
+# must run eagerly.
+UNSOUND_LOWERINGS = unsound_lowerings()
 
 
 def _promoted_by_eager_only(node: torch.fx.Node) -> bool:
