@@ -44,30 +44,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from benchmarks.residual_mlp import ResidualMLP
 from benchmarks.run import environment
 
 BACKENDS = ("eager", "inductor", "mlir")
-
-
-class ResidualBlock(torch.nn.Module):
-    def __init__(self, width: int):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(width)
-        self.up = torch.nn.Linear(width, 4 * width)
-        self.down = torch.nn.Linear(4 * width, width)
-
-    def forward(self, x):
-        return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
-
-
-class ResidualMLP(torch.nn.Module):
-    def __init__(self, width: int, depth: int):
-        super().__init__()
-        self.blocks = torch.nn.Sequential(*(ResidualBlock(width) for _ in range(depth)))
-        self.head = torch.nn.Linear(width, width)
-
-    def forward(self, x):
-        return self.head(self.blocks(x))
 
 
 def dynamo_backend(backend: str):

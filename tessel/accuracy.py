@@ -19,8 +19,8 @@ import torch
 import torch.fx
 
 from tessel import ir
-from tessel.frontend.signature import GraphSignature, TensorResult
 from tessel.passes.form_kernels import KERNEL_OPS
+from tessel.signature import GraphSignature, TensorResult
 
 _TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
                  "bf16": torch.bfloat16}

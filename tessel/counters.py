@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from contextlib import contextmanager
 
@@ -23,6 +24,7 @@ _EMPTY = {
     "compile_seconds": {},          # stage name -> seconds, summed over graphs
 }
 _stats = copy.deepcopy(_EMPTY)
+log = logging.getLogger("tessel")
 
 
 def stats() -> dict:
@@ -57,3 +59,11 @@ def timed_stage(stage: str):
     finally:
         seconds = _stats["compile_seconds"]
         seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start
+
+
+def count_compiled(graph_name: str, kind: str, kernels: int) -> None:
+    """A graph of `kind` compiled into `kernels` kernels (or loaded so from the cache)."""
+    count("graphs_compiled")
+    count("backward_graphs_compiled" if kind.startswith("backward") else "forward_graphs_compiled")
+    count("kernels", kernels)
+    log.info("tessel: compiled graph %s into %d kernel(s)", graph_name, kernels)

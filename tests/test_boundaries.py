@@ -36,6 +36,21 @@ def test_frontend_never_imports_a_target_module(path):
     assert not targets, f"{path.name} imports {targets}; ask tessel.targets.base.get_target"
 
 
+def below_the_frontend():
+    """Targets, passes, dialects, and the modules of tessel's top level (the graph
+    signature, the cache, the IR bindings, ...) that the frontend builds on."""
+    return files("targets") + files("passes") + files("dialects") + sorted(PACKAGE.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", below_the_frontend(),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_nothing_below_the_frontend_imports_it(path):
+    frontend = {m for m in imported_modules(path) if m.startswith("tessel.frontend")}
+    assert not frontend, (f"{path.relative_to(PACKAGE)} imports {frontend}; what targets "
+                          "and the frontend share lives below both (tessel/signature.py, "
+                          "tessel/cache.py)")
+
+
 @pytest.mark.parametrize("path", files(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_mlir_bindings_only_through_tessel_ir(path):
     if path.name == "ir.py":

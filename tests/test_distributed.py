@@ -24,6 +24,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from benchmarks.residual_mlp import ResidualMLP
+
 WORLD = 2
 STEPS = 10
 WIDTH = 256  # with 3 blocks, 3 MB of parameters: DDPOptimizer's 1 MB buckets split them
@@ -31,27 +33,8 @@ WIDTH = 256  # with 3 blocks, 3 MB of parameters: DDPOptimizer's 1 MB buckets sp
 COLLECTIVES = {"_c10d_functional.all_reduce.default", "_c10d_functional.wait_tensor.default"}
 
 
-class ResidualBlock(torch.nn.Module):
-    def __init__(self, width: int):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(width)
-        self.up = torch.nn.Linear(width, 2 * width)
-        self.down = torch.nn.Linear(2 * width, width)
-
-    def forward(self, x):
-        return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
-
-
-class ResidualMLP(torch.nn.Module):
-    def __init__(self, width: int = WIDTH, depth: int = 3):
-        super().__init__()
-        self.blocks = torch.nn.ModuleList(ResidualBlock(width) for _ in range(depth))
-        self.head = torch.nn.Linear(width, 1)
-
-    def forward(self, x):
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x)
+def residual_mlp(depth: int = 3) -> ResidualMLP:
+    return ResidualMLP(WIDTH, depth, expansion=2, outputs=1)
 
 
 class Attention(torch.nn.Module):
@@ -141,12 +124,12 @@ def tensor_parallel(model, options):
 # pattern -> (model, input shape, target shape, parallel wrapping (compiled with the
 # options given, eager for None) and the context of its backward)
 PATTERNS = {
-    "ddp_around_compiled_model": (ResidualMLP, (16, WIDTH), (16, 1), ddp_around_compiled_model),
-    "compiled_ddp": (ResidualMLP, (16, WIDTH), (16, 1), compiled_ddp),
-    "ddp_compiled_autograd": (lambda: ResidualMLP(depth=1), (16, WIDTH), (16, 1),
+    "ddp_around_compiled_model": (residual_mlp, (16, WIDTH), (16, 1), ddp_around_compiled_model),
+    "compiled_ddp": (residual_mlp, (16, WIDTH), (16, 1), compiled_ddp),
+    "ddp_compiled_autograd": (lambda: residual_mlp(depth=1), (16, WIDTH), (16, 1),
                               ddp_compiled_autograd),
-    "fsdp2_per_block": (ResidualMLP, (16, WIDTH), (16, 1), fsdp2_per_block),
-    "fsdp2_whole_model": (ResidualMLP, (16, WIDTH), (16, 1), fsdp2_whole_model),
+    "fsdp2_per_block": (residual_mlp, (16, WIDTH), (16, 1), fsdp2_per_block),
+    "fsdp2_whole_model": (residual_mlp, (16, WIDTH), (16, 1), fsdp2_whole_model),
     "tensor_parallel": (TransformerBlock, (2, 8, 64), (2, 8, 64), tensor_parallel),
 }
 

@@ -192,7 +192,7 @@ def test_a_kernel_build_failure_whose_split_raises_runs_the_graph_eagerly(monkey
         raise RuntimeError("an injected split failure")
 
     monkeypatch.setattr(CpuTarget, "compile", failing_to_build_sin)
-    monkeypatch.setattr(compile_graph, "_split", raising_split)
+    monkeypatch.setattr(compile_graph, "split_graph", raising_split)
     fn = lambda x: torch.sin(x) * 2 + x.sum()  # noqa: E731
     compiled = torch.compile(fn, backend="mlir")
     x = torch.randn(16)

@@ -260,7 +260,7 @@ def test_a_static_view_output_is_one_as_strided_call_where_its_base_has_eager_s_
     strides in eager; a base strided otherwise gets the views op by op."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from tessel.frontend.signature import _host_view, view_chain
+    from tessel.frontend.prepare_graph import _host_view, view_chain
 
     gm = make_fx(lambda x: (x + 1).view(2, 5, 2, 4).transpose(1, 2),
                  tracing_mode="fake")(torch.randn(2, 5, 8))

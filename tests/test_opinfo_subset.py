@@ -2,6 +2,8 @@
 modes (the full sweep runs on demand: `python -m tests.opinfo.sweep`). A wrong answer,
 or an error eager does not raise, fails the suite."""
 
+import json
+
 import pytest
 import torch
 from conftest import assert_compiled
@@ -114,11 +116,13 @@ def test_nan_follows_eager(name):
 @pytest.mark.parametrize("kind", ["t", "u", "v", "w", "shifted_t", "shifted_u", "shifted_v",
                                   "shifted_w"])
 def test_chebyshev_polynomials_at_their_edges(kind):
-    """Eager's values at +-1, for n < 0, fractional, huge or NaN n (cast to int64), and
-    its NaN where the recurrence overflowed two steps before the end."""
+    """Eager's values at +-1, for n < 0, fractional, huge or NaN n (cast to int64), its
+    NaN where the recurrence overflowed two steps before the end, and at an infinite x
+    its inf for n = 2 (where the closed forms divide inf by inf) and NaN beyond."""
     shifted = "shifted_" if kind.startswith("shifted") else ""
     op = getattr(torch.special, f"{shifted}chebyshev_polynomial_{kind[-1]}")
-    x = torch.tensor([-9.0, -1.0, -0.5, 0.0, 0.3, 1.0, 1.5, 7.0, 3e3, -2e4, 1e20])
+    x = torch.tensor([-9.0, -1.0, -0.5, 0.0, 0.3, 1.0, 1.5, 7.0, 3e3, -2e4, 1e20,
+                      float("inf"), -float("inf")])
     n = torch.tensor([[-2.0], [0.0], [1.0], [2.7], [6.0], [9.0], [40.0], [200.0], [1e30], [NAN]])
     actual, expected = torch.compile(op, backend="mlir")(x, n), op(x, n)
     assert_compiled()
@@ -146,3 +150,24 @@ def test_scalar_forms_compile(name):
     assert_compiled()
     assert actual.dtype == expected.dtype
     torch.testing.assert_close(actual, expected, equal_nan=True)
+
+
+def test_the_sweep_keeps_the_results_of_the_ops_it_ran_before_it_stopped(tmp_path, monkeypatch):
+    """A sweep stopped part way (interrupted, or killed by a native crash) has written
+    the outcome of every op it finished."""
+    from opinfo import sweep
+
+    calls = []
+
+    def stopping_after_one(op, mode, samples):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(op.name)
+        return {"status": "pass", "reason": ""}
+
+    monkeypatch.setattr(sweep, "run_op", stopping_after_one)
+    output = tmp_path / "results.json"
+    with pytest.raises(KeyboardInterrupt):
+        sweep.main(["--ops", "abs,neg", "--modes", "fp32", "--output", str(output)])
+    written = json.loads(output.read_text())
+    assert list(written["ops"]) == calls and written["summary"]["fp32"]["pass"] == 1

@@ -1295,19 +1295,36 @@ def test_f32_gemm_template_multiplies_exactly(tmp_path):
 
 def test_buffer_planning_reuses_memory_only_once_nothing_reads_it():
     """An allocation takes the memory of an earlier buffer of the same signature once no
-    name that may hold that memory (the buffer, its views, outputs) is read again."""
-    from tessel.targets.triton.host_program import _reusing_buffers
+    name that may hold that memory (the buffer, its views, outputs) is read again; a
+    buffer is deleted after the record that reads it last. Planned on the host
+    program's records, never on its text."""
+    from tessel.targets.triton.host_records import (
+        Allocate,
+        Bind,
+        Free,
+        Return,
+        Reuse,
+        Statement,
+        freeing_buffers,
+        reusing_buffers,
+    )
     allocate = "torch.empty_strided((4,), (1,), dtype=torch.float32, device=device)"
-    body = [f"buf1 = {allocate}", "launch(buf1)", "buf2 = buf1[0:2]",
-            f"buf3 = {allocate}",                 # buf1 is still read, through buf2
-            "launch(buf2, buf3)",
-            f"buf4 = {allocate}",                 # buf1's memory is free now
-            "launch(buf3, buf4)", "out0 = buf3",
-            f"buf5 = {allocate}",                 # buf3 is an output: never free
-            "launch(buf4, buf5)", "return (out0, buf5, )"]
-    planned = _reusing_buffers(body)
-    assert planned[3] == body[3] and planned[8] == body[8]
-    assert planned[5] == "buf4 = buf1  # reuses buf1's memory"
+    records = [Allocate("buf1", allocate), Statement(("launch(buf1)",), ("buf1",)),
+               Bind("buf2", "buf1[0:2]", ("buf1",), fresh=False),
+               Allocate("buf3", allocate),         # buf1 is still read, through buf2
+               Statement(("launch(buf2, buf3)",), ("buf2", "buf3")),
+               Allocate("buf4", allocate),         # buf1's memory is free now
+               Statement(("launch(buf3, buf4)",), ("buf3", "buf4")),
+               Bind("out0", "buf3", ("buf3",), fresh=False, output=True),
+               Allocate("buf5", allocate),         # buf3 is an output: never free
+               Statement(("launch(buf4, buf5)",), ("buf4", "buf5")),
+               Return("(out0, buf5, )", ("out0", "buf5"))]
+    planned = reusing_buffers(records)
+    assert planned[3] == records[3] and planned[8] == records[8]
+    assert planned[5] == Reuse("buf4", "buf1")
+    freed = freeing_buffers(planned)
+    assert freed[freed.index(planned[4]) + 1] == Free(("buf2",))
+    assert Free(("buf3",)) in freed and freed[-1] == records[-1]
 
 
 def test_a_chain_of_same_shaped_intermediates_reuses_their_buffers(tmp_path):

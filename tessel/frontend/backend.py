@@ -13,13 +13,13 @@ from torch._dynamo.exc import RestartAnalysis, ShortenTraceback, SkipFrame
 
 from tessel import counters
 from tessel.compile_worker import start_worker
-from tessel.frontend.compile_graph import (
+from tessel.frontend.compile_graph import compile_graph
+from tessel.frontend.decompositions import before_autograd_table
+from tessel.frontend.inference_cache import (
     cached_inference,
-    compile_graph,
     inference_key,
     remembering_inference,
 )
-from tessel.frontend.decompositions import before_autograd_table
 from tessel.options import parse_options
 
 
@@ -58,18 +58,18 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
         # exited (after a crash) since.
         start_worker()
 
-    def compiler(kind: str):
-        return functools.partial(_compile, options=parsed, kind=kind)
+    with remembering_inference(key, example_inputs) as memo:
+        def compiler(kind: str):
+            return functools.partial(compile_graph, options=parsed, kind=kind, memo=memo)
 
-    backend = aot_autograd(
-        fw_compiler=compiler("forward"),
-        bw_compiler=compiler("backward"),
-        inference_compiler=compiler("inference"),
-        decompositions=before_autograd_table(),
-        # Input mutations stay in the graph (frontend/input_mutations.py).
-        keep_inference_input_mutations=True,
-    )
-    with remembering_inference(key, example_inputs):
+        backend = aot_autograd(
+            fw_compiler=compiler("forward"),
+            bw_compiler=compiler("backward"),
+            inference_compiler=compiler("inference"),
+            decompositions=before_autograd_table(),
+            # Input mutations stay in the graph (frontend/input_mutations.py).
+            keep_inference_input_mutations=True,
+        )
         try:
             return backend(gm, example_inputs)
         # What Dynamo itself handles: its restarts and skips, and the user's errors
@@ -92,7 +92,3 @@ def _eager_when_aot_fails(gm: torch.fx.GraphModule, error: Exception):
     warnings.warn(f"tessel: a graph runs eagerly: aot_autograd failed on it: "
                   f"{type(error).__name__}: {line}", stacklevel=2)
     return gm.forward
-
-
-def _compile(gm, example_inputs, options, kind):
-    return compile_graph(gm, example_inputs, options, kind)

@@ -38,7 +38,7 @@ import torch
 import torch.fx
 from torch._guards import detect_fake_mode
 
-from tessel.frontend.signature import host_can_view, view_chain
+from tessel.frontend.prepare_graph import host_can_view, view_chain
 
 _ALIASES = {torch.ops.aten.true_divide.Tensor: torch.ops.aten.div.Tensor,
             torch.sym_float: torch.ops.aten.Float.Scalar,

@@ -15,20 +15,16 @@ import torch
 from torch._decomp import get_decompositions
 from torch._prims_common import make_contiguous_strides_for
 
+from tessel.frontend.torch_mlir_workarounds import decomposed_by_pytorch
+
 aten = torch.ops.aten
 
 # PyTorch's own decompositions into ops torch-mlir lowers: copies of views (torch-mlir
 # lowers the views, not the `_copy` ops), ops it has no lowering for at all, and ops it
-# lowers less accurately than eager computes them.
+# lowers less accurately than eager computes them (torch_mlir_workarounds.py).
 TORCH_DECOMPOSED = [
     aten.view_copy, aten.permute_copy, aten.unbind_copy, aten.as_strided_copy,
-    aten.narrow_copy, aten.addmv, aten.dist,
-    # torch-mlir's gelu(approximate="tanh") takes 0.797724 for sqrt(2/pi) (0.7978846):
-    # a relative error of 1e-3 in fp32. PyTorch's computes as eager does.
-    aten.gelu,
-    # torch-mlir's norm.Scalar sums fp16 squares in fp16 (inf) and takes a symbolic p as
-    # sum(|x|^p)^(1/p) alone; PyTorch's is linalg_vector_norm, which tessel keeps exact.
-    aten.norm,
+    aten.narrow_copy, aten.addmv, aten.dist, *decomposed_by_pytorch(),
 ]
 
 _TORCH_THRESHOLD_BACKWARD = get_decompositions([aten.threshold_backward])[
@@ -127,35 +123,38 @@ def minimum(a, b):
 
 def _integral(x, *bounds) -> bool:
     """Whether an integer tensor is clamped by integer scalars (or None): no NaN to
-    keep, and the op stays (signature.py then knows that a divisor clamped to at least
+    keep, and the op stays (prepare_graph.py then knows that a divisor clamped to at least
     1 is never 0). torch-mlir lowers no clamp by integer tensors."""
     return (not (x.is_floating_point() or x.is_complex())
             and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds))
 
 
+# PyTorch's own decompositions (torch._refs): compare, isnan and where, so a NaN in x or
+# in a bound gives NaN, as in eager. torch-mlir lowers the clamps to compare-and-select,
+# which drops a NaN on one side.
+_CLAMPS = get_decompositions([aten.clamp, aten.clamp_min, aten.clamp_max, aten.hardtanh])
+
+
 def clamp(x, min=None, max=None):
-    """clamp as eager's min(max(x, min), max): NaN in x or in a bound gives NaN."""
     if _integral(x, min, max):
         return NotImplemented
-    if min is not None:
-        x = _larger(x, min)
-    if max is not None:
-        x = _smaller(x, max)
-    return x
+    return _CLAMPS[aten.clamp.default](x, min, max)
 
 
 def hardtanh(x, min_val=-1.0, max_val=1.0):
+    """Floating inputs only: an integer one stays hardtanh, which torch-mlir computes
+    in the input's dtype, as eager does."""
     if not x.is_floating_point():
         return NotImplemented
-    return clamp(x, min_val, max_val)
+    return _CLAMPS[aten.hardtanh.default](x, min_val, max_val)
 
 
 def clamp_min(x, min):
-    return NotImplemented if _integral(x, min) else _larger(x, min)
+    return NotImplemented if _integral(x, min) else _CLAMPS[aten.clamp_min.default](x, min)
 
 
 def clamp_max(x, max):
-    return NotImplemented if _integral(x, max) else _smaller(x, max)
+    return NotImplemented if _integral(x, max) else _CLAMPS[aten.clamp_max.default](x, max)
 
 
 def fmax(a, b):
@@ -534,7 +533,7 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
 
 def threshold_backward(grad, x, threshold):
     """PyTorch's decomposition, where its result dtype (the gradient's) is eager's (the
-    promoted one); otherwise the op stays, and signature.py sends its graph to eager."""
+    promoted one); otherwise the op stays, and prepare_graph.py sends its graph to eager."""
     if torch.promote_types(grad.dtype, x.dtype) != grad.dtype:
         return NotImplemented
     return _TORCH_THRESHOLD_BACKWARD(grad, x, threshold)

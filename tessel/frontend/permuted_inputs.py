@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from tessel.frontend.signature import dense_layout, view_chain
+from tessel.frontend.prepare_graph import dense_layout, view_chain
 
 aten = torch.ops.aten
 

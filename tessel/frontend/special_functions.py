@@ -734,6 +734,10 @@ def _chebyshev(kind: str, shifted: bool):
         before = _chebyshev_closed_form(kind, y, order - 2.0)
         overflowed = (order >= 2.0) & (before.abs() > torch.finfo(x.dtype).max)
         result = torch.where(overflowed, math.nan, result)
+        # At an infinite y the closed forms of U, V and W divide inf by inf; eager's
+        # second step multiplies two infinities of one sign: +inf (a third subtracts
+        # them, NaN, as the closed forms give).
+        result = torch.where(torch.isinf(y) & (order == 2.0), math.inf, result)
         odd = torch.remainder(order, 2.0) == 1.0
         count = order + 1.0 if kind == "u" else 2.0 * order + 1.0
         at_one = {"t": 1.0, "u": count, "v": 1.0, "w": count}[kind]

@@ -47,7 +47,7 @@ class Target(ABC):
 
     def load_cached(self, key: str | None, signature, options, stages
                     ) -> tuple[Callable, int] | None:
-        """What `compile` returned for the graph cached under `key` (frontend/graph_cache.py)
+        """What `compile` returned for the graph cached under `key` (tessel/cache.py)
         in this or an earlier process, or None. Targets whose code cannot be stored (the
         CPU target's JIT) have no cache."""
         return None

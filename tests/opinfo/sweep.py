@@ -276,10 +276,20 @@ def main(argv=None) -> int:
             outcome = ops.setdefault(name, {})[mode] = run_op(op, mode, args.samples)
             failed |= outcome["status"] in ("mismatch", "error")
             print(f"{name} [{mode}]: {outcome['status']} {outcome['reason'][:100]}", flush=True)
-    summary = summarize(ops)
-    output.write_text(json.dumps({"summary": summary, "ops": ops}, indent=1, sort_keys=True) + "\n")
-    print(json.dumps(summary, indent=1))
+            # Written as it goes: a sweep of hours that is stopped (or crashes in native
+            # code) keeps what it has run.
+            write_results(output, ops)
+    write_results(output, ops)
+    print(json.dumps(summarize(ops), indent=1))
     return 1 if failed else 0
+
+
+def write_results(output: Path, ops: dict) -> None:
+    """The results file, replaced whole (a file half written is never left behind)."""
+    text = json.dumps({"summary": summarize(ops), "ops": ops}, indent=1, sort_keys=True) + "\n"
+    partial = output.with_name(output.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, output)
 
 
 if __name__ == "__main__":

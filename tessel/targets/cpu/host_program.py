@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tessel.frontend.signature import GraphSignature, ScalarInput, TensorInput
+from tessel.signature import GraphSignature, ScalarInput, TensorInput
 from tessel.targets.base import RuntimeCheckFailed
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Callable, ClassVar
 
 from tessel import ir
-from tessel.frontend.signature import GraphSignature
 from tessel.passes.form_kernels import is_kernel
 from tessel.passes.pipeline import top_level_elements
 from tessel.passes.registry import lookup_pipeline
 from tessel.passes.report_failed_checks import CHECK_MESSAGES
+from tessel.signature import GraphSignature
 from tessel.stages import Stages
 from tessel.targets.base import Target
 from tessel.targets.cpu import host_program, runtime_symbols

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 import torch
 import triton
 
-from tessel.frontend import graph_cache
+from tessel import cache
 from tessel.passes.choose_gpu_blocks import template_block
 from tessel.targets.triton.launcher import KernelLauncher, compile_in_parallel, gpu_milliseconds
 
@@ -84,7 +84,7 @@ def _key(launcher: KernelLauncher, args: tuple) -> str:
 
 
 def _choice_path(key: str):
-    return graph_cache.cache_root() / "autotune" / f"{key}.json"
+    return cache.cache_root() / "autotune" / f"{key}.json"
 
 
 def _stored_choice(key: str) -> Config | None:
@@ -124,7 +124,7 @@ def choose_configs(launches: list[tuple[KernelLauncher, tuple]]) -> dict[str, di
         timed = {config: milliseconds(variants[launcher, config], args)
                  for config in candidates(launcher)}
         choices[launcher] = min(timed, key=timed.get)
-        graph_cache.write_atomically(_choice_path(keys[launcher]), json.dumps(
+        cache.write_atomically(_choice_path(keys[launcher]), json.dumps(
             {"config": asdict(choices[launcher]),
              "milliseconds": [[asdict(c), t] for c, t in timed.items()]}))
     changed = {}

@@ -26,7 +26,7 @@ from typing import Callable
 
 import torch
 
-from tessel.frontend import graph_cache
+from tessel import cache
 
 # (grid_x, grid_y, grid_z, stream, launch arguments) -> None
 Launch = Callable[[int, int, int, int, tuple], None]
@@ -69,9 +69,9 @@ def describe(compiled, arguments: int) -> CubinKernel | None:
     except (NotImplementedError, KeyError):
         return None
     scratch = int(parsed.has_global_scratch) + int(parsed.has_profile_scratch)
-    path = graph_cache.cache_root() / "triton" / "cubins" / f"{compiled.hash}.cubin"
+    path = cache.cache_root() / "triton" / "cubins" / f"{compiled.hash}.cubin"
     if not path.exists():
-        graph_cache.write_atomically(path, compiled.asm["cubin"])
+        cache.write_atomically(path, compiled.asm["cubin"])
     target = compiled.metadata.target
     return CubinKernel(name=compiled.metadata.name, cubin=str(path), arch=target.arch,
                        num_warps=parsed.num_warps, shared=parsed.shared,

@@ -6,18 +6,27 @@ concatenates in between. Dynamic sizes are computed from the graph's inputs
 
 from __future__ import annotations
 
-import re
+import contextlib
 import weakref
 
 import torch
 
 from tessel import ir
-from tessel.frontend.signature import GraphSignature, TensorInput
 from tessel.passes.buffer_views import view_root
 from tessel.passes.contractions import convolution_pair
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
+from tessel.signature import GraphSignature, TensorInput
 from tessel.targets.triton import cuda_graph_trees, sizes
-from tessel.targets.triton.launcher import dry_running
+from tessel.targets.triton.host_records import (
+    Allocate,
+    Bind,
+    Record,
+    Return,
+    Statement,
+    freeing_buffers,
+    printed,
+    reusing_buffers,
+)
 from tessel.targets.triton.kernel_source import (
     CMPI_OPERATORS,
     CMPI_PREDICATES,
@@ -28,6 +37,7 @@ from tessel.targets.triton.kernel_source import (
     fill_constant,
     scalar_literal,
 )
+from tessel.targets.triton.launcher import dry_running
 
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 # Integer arithmetic on sizes at the host level, as Python (torch-mlir's view lowering
@@ -239,13 +249,16 @@ def _row_bias(value: ir.Value) -> ir.Value | None:
 
 
 def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
-                      matmul: str = "torch.matmul", bias: str | None = None) -> str:
+                      matmul: str = "torch.matmul", bias: str | None = None
+                      ) -> tuple[str, bool]:
     """`A B` of a contraction `C += A B`, read off its indexing maps: torch.matmul on
     (transposed) views where the maps are a matmul's, batched or broadcast (cuBLAS gets
     the transposes as flags); torch.einsum for any other contraction: on a large bf16
     gemm, einsum with a transposed B ran well behind matmul.
     With `bias` (a row vector C starts from): a 2-D half gemm is torch.addmm, which
-    cuBLAS runs with the bias in its epilogue; otherwise the bias is added."""
+    cuBLAS runs with the bias in its epilogue; otherwise the bias is added.
+    Also whether the result is new memory: einsum returns a view of an operand for a
+    mere permutation."""
     letters = "abcdefghijklmnopqrstuvwxyz"
     terms = ["".join(letters[e.position] for e in affine_map.results) for affine_map in maps]
     output = terms[2]
@@ -254,19 +267,19 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
     plus_bias = f" + {bias}" if bias else ""
     contracted = set(terms[0] + terms[1]) - set(output)
     if len(contracted) != 1:
-        return einsum + plus_bias  # an outer product, or several dims contracted at once
+        return einsum + plus_bias, False  # an outer product, or several dims contracted at once
     (k,) = contracted
     batch, m, n = output[:-2], output[-2:-1], output[-1:]
     operands = []
     for name, term, pair in ((a, terms[0], {m, k}), (b, terms[1], {k, n})):
         leading, last_two = term[:-2], term[-2:]
         if len(term) < 2 or set(last_two) != pair or not batch.endswith(leading):
-            return einsum + plus_bias
+            return einsum + plus_bias, False
         in_order = last_two == (m + k if name == a else k + n)
         operands.append(name if in_order else f"{name}.transpose(-2, -1)")
     if bias and matmul == "torch.matmul" and not batch:
-        return f"torch.addmm({bias}, {operands[0]}, {operands[1]})"
-    return f"{matmul}({operands[0]}, {operands[1]})" + plus_bias
+        return f"torch.addmm({bias}, {operands[0]}, {operands[1]})", True
+    return f"{matmul}({operands[0]}, {operands[1]})" + plus_bias, True
 
 
 def _pad_value(pad: ir.Operation) -> str | None:
@@ -305,7 +318,9 @@ class _HostWriter:
         self.viewed_input: dict[str, str] = {}
         self.inputs_read_by_kernels: list[str] = []
         self.launchers: list[str] = []
-        self.lines: list[str] = []
+        self.records: list[Record] = []
+        # The names read while an expression is built (`reading`).
+        self.collectors: list[list[str]] = []
         self.counter = 0
         block = main.regions[0].blocks[0]
         for argument, graph_input in zip(block.arguments, signature.inputs):
@@ -341,16 +356,29 @@ class _HostWriter:
     def name_of(self, value: ir.Value) -> str:
         if value not in self.names:
             raise UnsupportedKernel("func.func", f"value {value.get_name()} has no host buffer")
-        return self.names[value]
+        name = self.names[value]
+        for reads in self.collectors:
+            reads.append(name)
+        return name
 
-    def write(self) -> list[str]:
+    @contextlib.contextmanager
+    def reading(self):
+        """The names of main's values read (name_of) inside the block, in order."""
+        reads: list[str] = []
+        self.collectors.append(reads)
+        try:
+            yield reads
+        finally:
+            self.collectors.pop()
+
+    def write(self) -> list[Record]:
         for op in self.ops:
             try:
                 self.write_op(op)
             except UnsupportedKernel as error:
                 error.at = error.at or op
                 raise
-        return self.lines
+        return self.records
 
     def write_op(self, op: ir.Operation) -> None:
         if op.name == "tkern.library_call":
@@ -362,14 +390,17 @@ class _HostWriter:
                                     and op.results[0] not in self.gemm_biases):
                 self.launch(op)
         elif op.name in _VIEWS:
-            shape = self.shape_of(op.results[0])
-            self.view(op.results[0], op.operands[0],
-                      f"{self.name_of(op.operands[0])}.reshape({_shape_text(shape)})")
+            with self.reading() as reads:
+                shape = self.shape_of(op.results[0])
+                expression = f"{self.name_of(op.operands[0])}.reshape({_shape_text(shape)})"
+            self.view(op.results[0], op.operands[0], expression, reads)
         elif op.name == "tensor.pad":
             if op.results[0] not in self.folded_pads:
                 self.pad(op)
         elif op.name == "tensor.extract_slice":
-            self.view(op.results[0], op.operands[0], self.slice(op))
+            with self.reading() as reads:
+                expression = self.slice(op)
+            self.view(op.results[0], op.operands[0], expression, reads)
         elif op.name == "tensor.insert_slice":
             self.insert_slice(op)
         elif op.name == "tensor.concat":
@@ -381,9 +412,11 @@ class _HostWriter:
         elif op.name == "cf.assert":
             # A size check of torch-mlir's lowering: a failure runs the graph eagerly.
             message = ir.StringAttr(op.attributes["msg"]).value
-            self.lines += [f"if not {self.name_of(op.operands[0])}:",
-                           f"    raise RuntimeCheckFailed('tessel: a runtime check of the "
-                           f"compiled graph failed: ' + {message!r})"]
+            condition = self.name_of(op.operands[0])
+            self.records.append(Statement(
+                (f"if not {condition}:",
+                 (f"    raise RuntimeCheckFailed('tessel: a runtime check of the "
+                  f"compiled graph failed: ' + {message!r})")), (condition,)))
         elif op.name in ("tensor.empty", "func.return"):
             pass  # outputs are allocated where a kernel writes them
         elif op.name in _SIZE_OPS:
@@ -407,9 +440,22 @@ class _HostWriter:
             return None
         return source
 
-    def assign(self, value: ir.Value, expression: str) -> str:
+    def bind(self, value: ir.Value, expression: str, reads: list[str], fresh: bool) -> str:
+        """`value`, a tensor bound to `expression`, which reads `reads`: new memory where
+        `fresh`, else possibly a view of what it reads."""
         name = self.fresh()
-        self.lines.append(f"{name} = {expression}")
+        self.records.append(Bind(name, expression, tuple(reads), fresh))
+        self.names[value] = name
+        return name
+
+    def allocate(self, value: ir.Value, shape: list[int | str], element: str,
+                 reads: list[str]) -> str:
+        """A new buffer for `value` (`empty`), whose dynamic sizes read `reads`."""
+        expression = self.empty(value, shape, element)
+        if not all(isinstance(size, int) for size in shape):
+            return self.bind(value, expression, reads, fresh=True)
+        name = self.fresh()
+        self.records.append(Allocate(name, expression))
         self.names[value] = name
         return name
 
@@ -437,16 +483,18 @@ class _HostWriter:
         return (f"torch.empty_strided({_shape_text(shape)}, {_shape_text(strides)}, "
                 f"dtype={TORCH_DTYPES[element]}, device=device)")
 
-    def view(self, value: ir.Value, source: ir.Value, expression: str) -> None:
+    def view(self, value: ir.Value, source: ir.Value, expression: str,
+             reads: list[str]) -> None:
         """`value`, a view of `source` (or a copy, where torch's reshape must copy)."""
-        source_name = self.name_of(source)
-        name = self.assign(value, expression)
+        source_name = self.names[source]
+        name = self.bind(value, expression, reads, fresh=False)
         self.viewed_input[name] = self.viewed_input.get(source_name, source_name)
 
     def size_arithmetic(self, op: ir.Operation) -> None:
         """A scalar of `main` (a size, or a step in computing one) as a Python int or
         bool; a kernel that needs it takes it as a size argument (sizes.py)."""
-        operands = [self.name_of(v) for v in op.operands]
+        with self.reading() as reads:
+            operands = [self.name_of(v) for v in op.operands]
         if op.name == "tensor.dim":
             expression = f"{operands[0]}.shape[{operands[1]}]"
         elif op.name in _SIZE_CASTS:
@@ -463,7 +511,8 @@ class _HostWriter:
         else:
             expression = _SIZE_ARITHMETIC[op.name].format(*operands)
         self.names[op.results[0]] = self.fresh("size")
-        self.lines.append(f"{self.names[op.results[0]]} = {expression}")
+        self.records.append(Statement((f"{self.names[op.results[0]]} = {expression}",),
+                                      tuple(reads)))
 
     def constant(self, op: ir.Operation) -> None:
         result = op.results[0]
@@ -472,21 +521,27 @@ class _HostWriter:
             self.names[result] = scalar_literal(op.attributes["value"])
             return
         value = scalar_literal(op.attributes["value"])  # splats only; raises otherwise
-        self.assign(result, f"torch.full({_shape_text(list(result.type.shape))}, {value}, "
-                            f"dtype={TORCH_DTYPES[element_name(result)]}, device=device)")
+        self.bind(result, f"torch.full({_shape_text(list(result.type.shape))}, {value}, "
+                          f"dtype={TORCH_DTYPES[element_name(result)]}, device=device)",
+                  [], fresh=True)
 
     def launch(self, op: ir.Operation) -> None:
         kernel = self.kernels[kernel_name(op)]
-        inputs = [self.name_of(value) for value in kernel.inputs]
+        with self.reading() as reads:
+            inputs = [self.name_of(value) for value in kernel.inputs]
         outputs = []
         for result, buffer in zip(op.results, kernel.results):
-            shape = [self.size(extent) for extent in buffer.shape]
-            outputs.append(self.assign(result, self.empty(result, shape, buffer.element)))
+            with self.reading() as shape_reads:
+                shape = [self.size(extent) for extent in buffer.shape]
+            outputs.append(self.allocate(result, shape, buffer.element, shape_reads))
+        reads += outputs
         strides = [f"*{name}.stride()" for name, value in zip(inputs, kernel.inputs)
                    if value.type.rank]
         strides += [f"*{name}.stride()" for name, buffer in zip(outputs, kernel.results)
                     if buffer.shape]
-        strides += [str(self.size(root)) for root in kernel.sizes]
+        with self.reading() as size_reads:
+            strides += [str(self.size(root)) for root in kernel.sizes]
+        reads += size_reads
         for name in inputs:
             read = self.viewed_input.get(name, name)
             if read in self.input_names and read not in self.inputs_read_by_kernels:
@@ -505,9 +560,9 @@ class _HostWriter:
         if not kernel.results:
             # Only runtime checks (tl.device_assert): Triton compiles them in under
             # TRITON_DEBUG=1 alone, so otherwise the launch would do nothing.
-            self.lines += ["if triton_debug:", f"    {launch}"]
+            self.records.append(Statement(("if triton_debug:", f"    {launch}"), tuple(reads)))
         else:
-            self.lines.append(launch)
+            self.records.append(Statement((launch,), tuple(reads)))
 
     def library_call(self, op: ir.Operation) -> None:
         """A gemm (cuBLAS), convolution (cuDNN) or scatter through aten, plus its
@@ -517,30 +572,36 @@ class _HostWriter:
         if contraction.name == "tm_tensor.scatter":
             self.scatter(op.results[0], contraction)
             return
-        if contraction.name == "linalg.conv_2d_nchw_fchw":
-            product = self.convolution(contraction)
-        elif contraction.name == "linalg.conv_2d_ngchw_gfchw":
-            product = self.grouped_convolution(contraction)
-        elif len(body) == 2 and "indexing_maps" in contraction.attributes:
-            maps = [ir.AffineMapAttr(m).value
-                    for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
-            a, b = (self.name_of(v) for v in contraction.operands[:2])
-            mixed = element_name(contraction.operands[0]) != element_name(contraction.results[0])
-            in_f32 = mixed and op.results[0] not in self.narrowed
-            bias = self.gemm_biases.get(contraction.operands[2])
-            product = _aten_contraction(a, b, maps, "matmul_in_f32" if in_f32 else "torch.matmul",
-                                        bias and self.name_of(bias))
-            if bias is not None:
-                self.assign(op.results[0], product)
-                return
-        else:
-            raise UnsupportedKernel(contraction.name, "a library call tessel has no routine for")
-        init = contraction.operands[2]
-        if init not in self.skipped_fills:
-            product = f"{self.name_of(init)} + {product}"
-        elif (constant := fill_constant(init)) not in ("0.0", "0"):
-            product = f"{product} + {constant}"
-        self.assign(op.results[0], product)
+        with self.reading() as reads:
+            fresh = True  # aten's convolutions and gemms return new memory
+            if contraction.name == "linalg.conv_2d_nchw_fchw":
+                product = self.convolution(contraction)
+            elif contraction.name == "linalg.conv_2d_ngchw_gfchw":
+                product = self.grouped_convolution(contraction)
+            elif len(body) == 2 and "indexing_maps" in contraction.attributes:
+                maps = [ir.AffineMapAttr(m).value
+                        for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
+                a, b = (self.name_of(v) for v in contraction.operands[:2])
+                mixed = (element_name(contraction.operands[0])
+                         != element_name(contraction.results[0]))
+                in_f32 = mixed and op.results[0] not in self.narrowed
+                bias = self.gemm_biases.get(contraction.operands[2])
+                product, fresh = _aten_contraction(
+                    a, b, maps, "matmul_in_f32" if in_f32 else "torch.matmul",
+                    bias and self.name_of(bias))
+                if bias is not None:
+                    self.bind(op.results[0], product, reads, fresh)
+                    return
+            else:
+                raise UnsupportedKernel(contraction.name,
+                                        "a library call tessel has no routine for")
+            init = contraction.operands[2]
+            if init not in self.skipped_fills:
+                # Planned as possibly a view of what it reads, as conservatively as before.
+                product, fresh = f"{self.name_of(init)} + {product}", False
+            elif (constant := fill_constant(init)) not in ("0.0", "0"):
+                product = f"{product} + {constant}"
+        self.bind(op.results[0], product, reads, fresh)
 
     def scatter(self, result: ir.Value, scatter: ir.Operation) -> None:
         """tm_tensor.scatter as index_put_ on a copy of its original: index column j
@@ -560,15 +621,18 @@ class _HostWriter:
             accumulate = True
         else:
             raise UnsupportedKernel(scatter.name, "a scatter that neither stores nor adds")
-        if original in self.skipped_fills:
-            shape = _shape_text(list(original.type.shape))
-            base = (f"torch.full({shape}, {fill_constant(original)}, "
-                    f"dtype={TORCH_DTYPES[element_name(original)]}, device=device)")
-        else:
-            base = f"{self.name_of(original)}.clone()"
-        buffer = self.assign(result, base)
-        self.lines.append(f"scatter({buffer}, {self.name_of(indices)}, "
-                          f"{self.name_of(updates)}, accumulate={accumulate})")
+        with self.reading() as reads:
+            if original in self.skipped_fills:
+                shape = _shape_text(list(original.type.shape))
+                base = (f"torch.full({shape}, {fill_constant(original)}, "
+                        f"dtype={TORCH_DTYPES[element_name(original)]}, device=device)")
+            else:
+                base = f"{self.name_of(original)}.clone()"
+        buffer = self.bind(result, base, reads, fresh=True)
+        index_name, updates_name = self.name_of(indices), self.name_of(updates)
+        self.records.append(Statement(
+            (f"scatter({buffer}, {index_name}, {updates_name}, accumulate={accumulate})",),
+            (buffer, index_name, updates_name)))
 
     def convolution(self, conv: ir.Operation) -> str:
         image, weight = conv.operands[0], conv.operands[1]
@@ -609,29 +673,30 @@ class _HostWriter:
         result = op.results[0]
         chain = self.concat_chains.get(result)
         if chain is None:
-            parts = ", ".join(self.name_of(v) for v in op.operands)
-            self.assign(result, f"torch.cat([{parts}], dim={dim})")
+            with self.reading() as reads:
+                parts = ", ".join(self.name_of(v) for v in op.operands)
+            self.bind(result, f"torch.cat([{parts}], dim={dim})", reads, fresh=True)
             return
         results = [c.results[0] for c in chain]
         position = results.index(result)
         if position == 0:
-            buffer = self.fresh()
-            self.lines.append(f"{buffer} = "
-                              f"{self.empty(results[-1], list(results[-1].type.shape), element_name(result))}")
-            self.chain_buffers[results[0]] = buffer
+            self.chain_buffers[results[0]] = self.allocate(
+                results[-1], list(results[-1].type.shape), element_name(result), [])
         buffer = self.chain_buffers[results[0]]
         pieces = list(op.operands)
         copied = len(chain[position - 1].operands) if position else 0
         offset = sum(piece.type.shape[dim] for piece in pieces[:copied])
         for piece in pieces[copied:]:
             size = piece.type.shape[dim]
-            self.lines.append(f"{buffer}.narrow({dim}, {offset}, {size})"
-                              f".copy_({self.name_of(piece)})")
+            piece_name = self.name_of(piece)
+            self.records.append(Statement(
+                (f"{buffer}.narrow({dim}, {offset}, {size}).copy_({piece_name})",),
+                (buffer, piece_name)))
             offset += size
         if position == len(chain) - 1:
             self.names[result] = buffer
         else:
-            self.assign(result, f"{buffer}.narrow({dim}, 0, {offset})")
+            self.bind(result, f"{buffer}.narrow({dim}, 0, {offset})", [buffer], fresh=False)
 
     def slice(self, op: ir.Operation) -> str:
         """A tensor.extract_slice as a torch view (`x[a:b:s, ...]`), with the dims a
@@ -644,10 +709,14 @@ class _HostWriter:
     def insert_slice(self, op: ir.Operation) -> None:
         """tensor.insert_slice as a copy of the destination with the source copied into a
         view of it."""
-        items, slice_shape = self.slice_items(op, first_dynamic=2)
-        buffer = self.assign(op.results[0], f"{self.name_of(op.operands[1])}.clone()")
-        self.lines.append(f"{buffer}[{items}] = "
-                          f"{self.name_of(op.operands[0])}.reshape({_shape_text(slice_shape)})")
+        with self.reading() as reads:
+            items, slice_shape = self.slice_items(op, first_dynamic=2)
+        destination = self.name_of(op.operands[1])
+        buffer = self.bind(op.results[0], f"{destination}.clone()", [destination], fresh=True)
+        source = self.name_of(op.operands[0])
+        self.records.append(Statement(
+            (f"{buffer}[{items}] = {source}.reshape({_shape_text(slice_shape)})",),
+            (buffer, *reads, source)))
 
     def slice_items(self, op: ir.Operation, first_dynamic: int) -> tuple[str, list]:
         """The `a:b:s, ...` index of a slice op's offsets, sizes and strides (static, or
@@ -666,96 +735,17 @@ class _HostWriter:
     def pad(self, op: ir.Operation) -> None:
         """tensor.pad with a constant, as torch.nn.functional.pad (last dim first); a
         dynamic width is one of main's values."""
-        low, high = ([self.name_or_literal(w) for w in widths]
-                     for widths in ir.mixed_values(op, ("static_low", "static_high"), 1))
+        with self.reading() as reads:
+            low, high = ([self.name_or_literal(w) for w in widths]
+                         for widths in ir.mixed_values(op, ("static_low", "static_high"), 1))
+            source = self.name_of(op.operands[0])
         value = _pad_value(op)
         if value is None:
             raise UnsupportedKernel(op.name, "a pad with a computed value")
         widths = ", ".join(f"{lo}, {hi}" for lo, hi in zip(reversed(low), reversed(high)))
-        self.assign(op.results[0], f"torch.nn.functional.pad({self.name_of(op.operands[0])}, "
-                                   f"({widths}), value={value})")
-
-
-_BUFFER = re.compile(r"\bbuf\d+\b")
-# Names that may hold a buffer's memory: buffers, and the outputs returned.
-_HOLDER = re.compile(r"\b(?:buf|out)\d+\b")
-_ALLOCATION = re.compile(r"^(buf\d+) = (torch\.empty_strided\(.*, device=device\))$")
-# Right-hand sides that return new memory, never a view of their operands: library
-# calls (not einsum, which returns a view for a mere permutation) and copies.
-_FRESH = re.compile(r"^(torch\.(matmul|mm|bmm|addmm|convolution|cat|full|empty)\(|matmul_in_f32\()"
-                    r"|\.clone\(\)$")
-
-
-def _reusing_buffers(body: list[str]) -> list[str]:
-    """Buffer planning: `body` with each allocation that can take the memory of an
-    earlier buffer of the same shape, strides and dtype, whose memory nothing reads any
-    more, assigned that buffer instead (`buf9 = buf4  # reuses buf4's memory`).
-
-    A buffer's memory is read through its name and through every name assigned from an
-    expression that mentions it (views, slices, outputs; not library calls and copies,
-    which return new memory), taken transitively; it is free after the last line that
-    mentions any of them. Outputs are never freed. One stream runs a call's launches in order, so a kernel that writes the
-    reused memory runs after every kernel that read it before.
-
-    Memory is reused only when nothing is allocated between its last read and the new
-    allocation: that is the block torch's caching allocator would hand out there too,
-    so the plan saves its call's host time and never raises the peak. Reuse
-    across other allocations did: holding a freed buffer for a later one kept it from
-    the library calls in between (peak call memory: resnet50 48 -> 60 MiB,
-    densenet121 39 -> 53)."""
-    memory: dict[str, set[str]] = {}      # name -> the allocations whose memory it may hold
-    signature: dict[str, str] = {}        # allocation -> its torch.empty_strided(...)
-    for line in body:
-        target, _, source = line.partition(" = ")
-        allocation = _ALLOCATION.match(line)
-        if allocation:
-            memory[target], signature[target] = {target}, allocation.group(2)
-        elif source and _HOLDER.fullmatch(target):
-            memory[target] = set() if _FRESH.match(source) else \
-                set().union(*(memory.get(n, set()) for n in _HOLDER.findall(source)))
-    last_read: dict[str, int] = {}
-    for index, line in enumerate(body):
-        for name in _HOLDER.findall(line):
-            for allocation in memory.get(name, ()):
-                last_read[allocation] = index
-    dead_after: dict[int, list[str]] = {}
-    for allocation, index in last_read.items():
-        dead_after.setdefault(index, []).append(allocation)
-    planned = []
-    free: list[str] = []  # allocations no longer read, and nothing allocated since
-    for index, line in enumerate(body):
-        allocation = _ALLOCATION.match(line)
-        reusable = [f for f in free if allocation and signature[f] == allocation.group(2)]
-        if reusable:
-            free.remove(reusable[0])
-            line = f"{allocation.group(1)} = {reusable[0]}  # reuses {reusable[0]}'s memory"
-        elif _HOLDER.fullmatch(line.partition(" = ")[0]):
-            # Any other assignment to a buffer name may allocate (views too,
-            # conservatively: a reshape may copy).
-            free.clear()
-        planned.append(line)
-        free += dead_after.get(index, [])
-    return planned
-
-
-def _freeing_buffers(body: list[str]) -> list[str]:
-    """`body` with each buffer's name deleted after the line that uses it last, so that
-    torch's caching allocator can hand its memory to a later buffer of the same call
-    (a buffer viewed by a later name stays alive through that name). Without this,
-    every intermediate of a call stays allocated until the call returns."""
-    last_use = {}
-    for index, line in enumerate(body):
-        for name in _BUFFER.findall(line):
-            last_use[name] = index
-    dead_after: dict[int, list[str]] = {}
-    for name, index in last_use.items():
-        dead_after.setdefault(index, []).append(name)
-    freed = []
-    for index, line in enumerate(body):
-        freed.append(line)
-        if index in dead_after and not line.startswith("return "):
-            freed.append(f"del {', '.join(sorted(dead_after[index]))}")
-    return freed
+        # Planned as possibly a view of its input, as conservatively as before.
+        self.bind(op.results[0], f"torch.nn.functional.pad({source}, ({widths}), value={value})",
+                  reads, fresh=False)
 
 
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
@@ -774,15 +764,15 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     placed = [arg.name for arg in tensors if arg.rank]
     device = (f"{placed[0]}.device" if placed
               else f"torch.device({signature.device or 'cuda'!r})")
-    body = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]
-    body.append(f"device = {device}")
-    body += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors if not arg.rank]
+    preamble = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]
+    preamble.append(f"device = {device}")
+    preamble += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors if not arg.rank]
     if channels_last:
-        body.append("capturing = recording_cuda_graph(device)")
+        preamble.append("capturing = recording_cuda_graph(device)")
     statements = writer.write()
-    body.append(f"direct, stream = launch_mode("
-                f"{', '.join(['device'] + writer.inputs_read_by_kernels)})")
-    body += statements
+    preamble.append(f"direct, stream = launch_mode("
+                    f"{', '.join(['device'] + writer.inputs_read_by_kernels)})")
+    records: list[Record] = [Statement((line,)) for line in preamble] + statements
     returned = writer.ops[-1].operands
     if len(returned) != len(signature.results):
         raise ValueError(f"main returns {len(returned)} tensors, the graph "
@@ -794,23 +784,28 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
         root = view_root(value)
         shared = isinstance(root.owner, ir.Block) or root in returned_roots
         returned_roots.append(root)
+        name, output = writer.name_of(value), f"out{index}"
         if shared:
             layout = "memory_format=torch.contiguous_format" if channels_last else ""
-            body.append(f"out{index} = {writer.name_of(value)}.clone({layout})")
+            records.append(Bind(output, f"{name}.clone({layout})", (name,), fresh=True,
+                                output=True))
         else:
             # Contiguous, as eager's result is (result.stride None): a view the host
             # took (the shifted labels of a causal LM's loss, a slice of a padded
             # tensor) may not be, and aot_autograd's view of it then fails.
             relaid = channels_last or root != value
-            body.append(f"out{index} = {writer.name_of(value)}"
-                        + (".contiguous()" if relaid else ""))
+            records.append(Bind(output, name + (".contiguous()" if relaid else ""), (name,),
+                                fresh=False, output=True))
         if result.stride is not None:
             # Eager returns this output strided; callers may rely on its layout.
-            body.append(f"out{index} = torch.empty_strided(out{index}.shape, "
-                        f"({', '.join(result.stride)},), dtype={result.dtype}, "
-                        f"device=device).copy_(out{index})")
-    body.append(f"return ({''.join(r + ', ' for r in signature.returns)})")
-    body = _freeing_buffers(_reusing_buffers(body))
+            records.append(Bind(output, f"torch.empty_strided({output}.shape, "
+                                        f"({', '.join(result.stride)},), dtype={result.dtype}, "
+                                        f"device=device).copy_({output})",
+                                (output,), fresh=True, output=True))
+    outputs = tuple(f"out{index}" for index in range(len(returned)))
+    records.append(Return(f"({''.join(r + ', ' for r in signature.returns)})", outputs))
+    body = [line for record in freeing_buffers(reusing_buffers(records))
+            for line in printed(record)]
     lines = [f"# tessel host program for graph {graph_name} (target triton)",
              *writer.launchers, "",
              f"def host({', '.join(arg.name for arg in signature.inputs)}):"]

@@ -5,7 +5,7 @@ CUDA tensors pick this target (options={"target": "triton"} forces it); under
 TRITON_INTERPRET=1 its kernels run on CPU tensors, which is how the tests check their
 numerics on a machine without a GPU. The generated kernels module is written to a
 cache directory named by its content, and with the host program into tessel's graph
-cache (frontend/graph_cache.py): a second process that compiles the same graph skips
+cache (frontend/cache.py): a second process that compiles the same graph skips
 tessel's whole compile, and Triton's own on-disk cache supplies the kernel binaries.
 """
 
@@ -23,10 +23,9 @@ import torch
 import triton
 from triton.compiler.errors import CompilationError
 
-from tessel import ir
-from tessel.frontend import graph_cache
-from tessel.frontend.signature import GraphSignature
+from tessel import cache, ir
 from tessel.passes.form_kernels import is_kernel
+from tessel.signature import GraphSignature
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
 from tessel.targets.triton import (
@@ -58,7 +57,7 @@ _FUNCTION = re.compile(r"def (\w+)\(")
 
 def cache_dir() -> Path:
     """Where generated kernel modules live: <tessel's cache root>/triton."""
-    return graph_cache.cache_root() / "triton"
+    return cache.cache_root() / "triton"
 
 
 def _load_kernels(source: str):
@@ -66,7 +65,7 @@ def _load_kernels(source: str):
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     path = cache_dir() / f"kernels_{digest}.py"
     if not path.exists():
-        graph_cache.write_atomically(path, source)
+        cache.write_atomically(path, source)
     return compile_pool.load_kernels(path)
 
 
@@ -164,7 +163,7 @@ class TritonTarget(Target):
 
     def load_cached(self, key: str | None, signature: GraphSignature, options,
                     stages: Stages) -> tuple[Callable, int] | None:
-        entry = graph_cache.load(key)
+        entry = cache.load(key)
         if entry is None:
             return None
         return self._build(entry, key, signature, options, stages, compile_first=False)
@@ -214,7 +213,7 @@ class TritonTarget(Target):
         entry = {"kernels_source": module_source, "host_source": host_source,
                  "kernels": len(kernels),
                  "function_nodes": {f: sorted(n) for f, n in function_nodes.items()}}
-        graph_cache.store(cache_key, entry)
+        cache.store(cache_key, entry)
         return self._build(entry, cache_key, signature, options, stages, compile_first=True)
 
     def _build(self, entry: dict, cache_key: str | None, signature: GraphSignature,
@@ -245,7 +244,7 @@ class TritonTarget(Target):
                 {name: (launcher.configuration(), asdict(launcher.cubin))
                  for name, launcher in launchers.items() if launcher.cubin is not None}))
             if cubins != entry.get("cubins", {}):
-                graph_cache.store(cache_key, {**entry, "cubins": cubins})
+                cache.store(cache_key, {**entry, "cubins": cubins})
 
         tune = _autotuning(options)
         host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins,

@@ -9,7 +9,7 @@ constants (get_attr nodes, whose values the code does not show) are not cached.
 
 `inference_key` keys a graph one level up, as Dynamo hands it to the backend: when
 aot_autograd only passes such a graph's arguments and results through (inference, no
-mutation or aliasing), a hit also skips aot_autograd's tracing (compile_graph.py).
+mutation or aliasing), a hit also skips aot_autograd's tracing (frontend/inference_cache.py).
 """
 
 from __future__ import annotations

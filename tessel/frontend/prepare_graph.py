@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import operator
 import os
-from dataclasses import dataclass, field
 
 import torch
 import torch.fx
 from torch.utils._sympy.printers import PythonPrinter
 
 from tessel.errors import TesselError
+from tessel.frontend.torch_mlir_workarounds import unsound_lowerings
+from tessel.signature import (
+    GraphSignature,
+    IndexCheck,
+    ScalarInput,
+    TensorInput,
+    TensorResult,
+)
 
 aten = torch.ops.aten
 
@@ -28,15 +35,8 @@ SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
 
 
 # Ops that torch-mlir lowers to code that computes something else than eager: they
-# must run eagerly. Found by the OpInfo sweep (tests/opinfo/sweep.py).
-UNSOUND_LOWERINGS = {
-    torch.ops.aten.logcumsumexp.default:
-        "torch-mlir lowers it as log(cumsum(exp(x))), which overflows to inf where eager does not",
-    torch.ops.aten._embedding_bag_forward_only.default:
-        "torch-mlir's lowering gives wrong sums (per_sample_weights)",
-    torch.ops.aten._embedding_bag.default:
-        "torch-mlir's lowering gives wrong sums (per_sample_weights)",
-}
+# must run eagerly.
+UNSOUND_LOWERINGS = unsound_lowerings()
 
 
 def _promoted_by_eager_only(node: torch.fx.Node) -> bool:
@@ -62,67 +62,6 @@ class UnsupportedGraph(TesselError):
         super().__init__(reason)
         self.reason = reason
         self.op = op
-
-
-@dataclass(frozen=True)
-class TensorInput:
-    name: str
-    dtype: torch.dtype
-    rank: int
-    # The order of dims the host program permutes the input into before the compiled
-    # code reads it (frontend/permuted_inputs.py); None: as passed.
-    permutation: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class ScalarInput:
-    name: str
-    python_type: type          # int or float
-
-
-@dataclass(frozen=True)
-class TensorResult:
-    dtype: torch.dtype
-    shape: tuple[str, ...]     # Python expressions over the bound symbols
-    stride: tuple[str, ...] | None  # None: contiguous, as the kernel writes it
-
-
-@dataclass(frozen=True)
-class IndexCheck:
-    """The values of input `name` index a dimension of `size` in `op`; the host checks
-    them before the kernel runs, which would abort or read out of bounds on a bad one."""
-    name: str
-    size: int
-    from_end: bool             # -size <= i < 0 counts from the end, as in x[i]
-    op: str
-
-
-@dataclass
-class GraphSignature:
-    inputs: list[TensorInput | ScalarInput]
-    # (name, expression over inputs), bound first: the size symbols, and the inputs as
-    # passed that outputs view, before a host lays them out anew (contiguous copies).
-    symbol_bindings: list[tuple[str, str]]
-    results: list[TensorResult]                 # tensors the kernel writes, in order
-    returns: list[str]                          # one Python expression per FX output
-    node_names: list[str] = field(default_factory=list)
-    index_checks: list[IndexCheck] = field(default_factory=list)
-    # Inputs whose storage stays the same from call to call (a module's parameters and
-    # buffers, as aot_autograd reports them): a CUDA graph may read them in place.
-    static_inputs: frozenset[int] = frozenset()
-    # "forward" or "backward" for the whole forward or backward graph of a training
-    # step (a CUDA graph replay shares the activations between the two), else "inference".
-    role: str = "inference"
-    # The positions of the inputs the graph writes (input_mutations.py): the compiled
-    # graph returns their new values after its own results.
-    mutated_inputs: tuple[int, ...] = ()
-    # For a forward or backward: the stack trace of the code that computed each output,
-    # which an error names when a replay has overwritten an output that is read later.
-    output_stack_traces: list[str | None] = field(default_factory=list)
-    # The device the graph computes on, as traced ("cuda:0"): where its new tensors go
-    # when no input with dims says (a piece of a split graph whose inputs are 0-d CPU
-    # scalars and constants).
-    device: str | None = None
 
 
 class _HostPrinter(PythonPrinter):

@@ -1,0 +1,47 @@
+"""What wraps a compiled graph's host program before Dynamo calls it: the inputs it
+writes, the replay its mode asks for, and eager's IndexError for bad index inputs."""
+
+from __future__ import annotations
+
+import torch
+
+from tessel.errors import TesselError
+from tessel.frontend.input_mutations import writing_inputs
+from tessel.options import Options
+from tessel.signature import GraphSignature
+
+
+class IndexOutOfRange(TesselError, IndexError, RuntimeError):
+    """An index input out of range. Eager raises IndexError (embedding, x[i]) or
+    RuntimeError (gather, index_select): this is caught as either."""
+
+
+def replayed(target, host, signature: GraphSignature, graph_name: str, options: Options):
+    """A compiled graph's `host`, writing the inputs the graph mutates, replayed as
+    `options.mode` says (the writes too)."""
+    return target.replayed(writing_inputs(host, signature.mutated_inputs), graph_name, options,
+                           static_inputs=signature.static_inputs,
+                           mutated_inputs=signature.mutated_inputs, role=signature.role,
+                           output_stack_traces=signature.output_stack_traces)
+
+
+def checking_indices(host, signature: GraphSignature):
+    """`host`, raising eager's IndexError for out-of-range index inputs before any
+    native code runs: the kernel would abort the process or read out of bounds."""
+    if not signature.index_checks:
+        return host
+    names = [arg.name for arg in signature.inputs]
+    checks = [(names.index(check.name), check) for check in signature.index_checks]
+
+    def checked(*args):
+        for position, check in checks:
+            index = args[position]
+            if index.numel() == 0:
+                continue
+            low, high = (int(v) for v in torch.aminmax(index))
+            lowest = -check.size if check.from_end else 0
+            if low < lowest or high >= check.size:
+                raise IndexOutOfRange(f"tessel: {check.op}: index {low if low < lowest else high} "
+                                      f"is out of range for a dimension of size {check.size}")
+        return host(*args)
+    return checked

@@ -1,0 +1,102 @@
+"""A graph split around the nodes that run eagerly (native ops, nodes a failure is
+pinned on), its pieces compiled each on its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch.fx
+
+from tessel.frontend.collectives import communicates
+from tessel.frontend.input_mutations import mutated_inputs
+from tessel.frontend.native_ops import native_ops_in, native_reason
+from tessel.frontend.partition import MAX_ROUNDS, split_around
+from tessel.frontend.traced_facts import input_values, resolve_target, static_inputs
+from tessel.options import Options
+from tessel.stages import Stages
+from tessel.targets.base import get_target
+
+if TYPE_CHECKING:
+    from tessel.frontend.inference_cache import InferenceMemo
+
+# (piece, options, kind, depth) -> the piece's callable, compiled or split in turn.
+CompilePiece = Callable[[torch.fx.GraphModule, Options, str, int], Callable]
+
+
+def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str,
+                failing: frozenset[str], depth: int, compile_piece: CompilePiece,
+                memo: InferenceMemo | None):
+    """`gm` with every piece around its native calls and the `failing` nodes compiled
+    by `compile_piece`, or None if no piece is left to compile (or the split went
+    MAX_ROUNDS deep).
+
+    An inference graph is replayed whole as the mode says (on the Triton target,
+    reduce-overhead captures it in one CUDA graph), its pieces without replays of their
+    own: one capture then holds the eager calls between the pieces too, and no piece
+    copies its inputs into a capture's buffers and its outputs out (for GPT-2's block,
+    split around its attention, those copies were most of its GPU time). Split around
+    native ops only, it is also remembered for a later process (`memo`), as a whole
+    graph is, and its first call builds all its pieces' code at once
+    (`Target.building_pieces_together`), from a dry run in which those ops run on
+    unwritten buffers: a node split around because it failed to compile might read
+    indices from them, and is never run so. A graph that communicates has neither
+    replay nor dry run (they would run its collectives), nor a remembered split (it
+    names this process's groups)."""
+    inference = kind == "inference"
+    found = _split_pieces(gm, options.without_replay() if inference else options, kind,
+                          failing, depth, compile_piece)
+    if found is None:
+        return None
+    split, pieces = found
+    stages.write("split_graph.py", lambda: split.print_readable(print_output=False))
+    if not inference or communicates(gm):
+        return split
+    target = get_target(resolve_target(options, input_values(gm)))
+    if not failing:
+        if memo is not None:
+            memo.remember_split(gm, split, pieces, native_ops_in(gm), target.name)
+        # Its checks would compare the dry run's garbage, and its writes store it.
+        if not options.check_accuracy and not mutated_inputs(gm):
+            split = target.building_pieces_together(split, stages)
+    return target.replayed(split, stages.dump.graph_name, options,
+                           static_inputs=static_inputs(gm, kind),
+                           mutated_inputs=mutated_inputs(gm))
+
+
+def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
+                  failing: frozenset[str], depth: int, compile_piece: CompilePiece
+                  ) -> tuple[torch.fx.GraphModule, dict[str, torch.fx.GraphModule]] | None:
+    """`split_graph`'s pieces, compiled as `options` say, in a graph module that calls
+    them; with the pieces' own graph modules, by name."""
+    def eager(node: torch.fx.Node) -> bool:
+        return node.name in failing or native_reason(node) is not None
+
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    if depth >= MAX_ROUNDS or all(eager(n) for n in calls) or not any(eager(n) for n in calls):
+        return None
+    split, names = split_around(gm, eager)
+    if not names:
+        return None
+    pieces = {}
+    for name in names:
+        piece = pieces[name] = getattr(split, name)
+        compiled = compile_piece(piece, options, f"{kind}_piece", depth + 1)
+        delattr(split, name)  # a submodule slot only takes modules; the call is a function
+        setattr(split, name, as_module_call(compiled, piece))
+    split.recompile()
+    return split, pieces
+
+
+def as_module_call(compiled, piece: torch.fx.GraphModule):
+    """A callable that `call_module` can use: positional args in, the piece's own output
+    structure out (a host program always returns a tuple; the piece itself, or its own
+    split, returns that structure)."""
+    output = next(n for n in piece.graph.nodes if n.op == "output").args[0]
+    if isinstance(compiled, torch.fx.GraphModule) or isinstance(output, (tuple, list)):
+        return compiled
+
+    def call(*args):
+        results = compiled(*args)
+        return results[0] if isinstance(results, (tuple, list)) else results
+    return call

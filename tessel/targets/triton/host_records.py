@@ -1,0 +1,159 @@
+"""The Triton host program as records, and the buffer plan made on them.
+
+The host writer (host_program.py) emits one record per step: an allocation, a tensor
+bound to an expression (new memory or a view of what it reads), a statement (a
+launch, a copy, a check, a size), the return. Each record says which names it reads,
+so buffer planning walks records, as Inductor's wrapper walks its AllocateLine,
+ReuseLine and FreeIfNotReusedLine, and never parses the text it prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Allocate:
+    """`name = expression`: new memory of a static shape (torch.empty_strided), which
+    the planner may take from an earlier buffer of the same `expression`."""
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class Bind:
+    """`name = expression`, a tensor: new memory where `fresh` (a library call, a
+    copy), else possibly a view of any tensor it `reads`. An `output` is returned."""
+    name: str
+    expression: str
+    reads: tuple[str, ...]
+    fresh: bool
+    output: bool = False
+
+
+@dataclass(frozen=True)
+class Statement:
+    """Lines that bind no tensor (a launch, a copy into a view, a check, a size) and
+    read `reads`."""
+    lines: tuple[str, ...]
+    reads: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Return:
+    expression: str
+    reads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """Allocation `name` takes the memory of `source`, which nothing reads any more."""
+    name: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Free:
+    names: tuple[str, ...]
+
+
+Record = Allocate | Bind | Statement | Return | Reuse | Free
+
+
+def _mentions(record: Record) -> tuple[str, ...]:
+    if isinstance(record, Allocate):
+        return (record.name,)
+    if isinstance(record, Bind):
+        return (record.name, *record.reads)
+    if isinstance(record, Reuse):
+        return (record.name, record.source)
+    if isinstance(record, (Statement, Return)):
+        return record.reads
+    return ()
+
+
+def reusing_buffers(records: list[Record]) -> list[Record]:
+    """Buffer planning: each allocation that can take the memory of an earlier
+    allocation of the same expression (shape, strides, dtype), whose memory nothing
+    reads any more, becomes a Reuse of it.
+
+    A buffer's memory is read through its name and through every tensor bound to an
+    expression that reads it (views, slices, outputs; not fresh ones: library calls
+    and copies return new memory), taken transitively; it is free after the last
+    record that mentions any of them. Outputs are read by the return, so never freed.
+    One stream runs a call's launches in order, so a kernel that writes the reused
+    memory runs after every kernel that read it before.
+
+    Memory is reused only when nothing is allocated between its last read and the new
+    allocation: that is the block torch's caching allocator would hand out there too,
+    so the plan saves its call's host time and never raises the peak. Reuse across
+    other allocations did: holding a freed buffer for a later one kept it from the
+    library calls in between (benchmarks/peak_memory.py)."""
+    memory: dict[str, set[str]] = {}      # name -> the allocations whose memory it may hold
+    for record in records:
+        if isinstance(record, Allocate):
+            memory[record.name] = {record.name}
+        elif isinstance(record, Bind):
+            memory[record.name] = set() if record.fresh else \
+                set().union(*(memory.get(name, set()) for name in record.reads))
+    last_read: dict[str, int] = {}
+    for index, record in enumerate(records):
+        for name in _mentions(record):
+            for allocation in memory.get(name, ()):
+                last_read[allocation] = index
+    dead_after: dict[int, list[str]] = {}
+    for allocation, index in last_read.items():
+        dead_after.setdefault(index, []).append(allocation)
+    expressions = {r.name: r.expression for r in records if isinstance(r, Allocate)}
+    planned: list[Record] = []
+    free: list[str] = []  # allocations no longer read, and nothing allocated since
+    for index, record in enumerate(records):
+        reusable = [f for f in free if isinstance(record, Allocate)
+                    and expressions[f] == record.expression]
+        if reusable:
+            free.remove(reusable[0])
+            record = Reuse(record.name, reusable[0])
+        elif isinstance(record, (Allocate, Bind)):
+            # Any other tensor bound may allocate (views too, conservatively: a
+            # reshape may copy).
+            free.clear()
+        planned.append(record)
+        free += dead_after.get(index, [])
+    return planned
+
+
+def freeing_buffers(records: list[Record]) -> list[Record]:
+    """`records` with each buffer (a tensor the program binds, not an output) deleted
+    after the record that mentions it last, so that torch's caching allocator can hand
+    its memory to a later buffer of the same call (a buffer viewed by a later name
+    stays alive through that name). Without this, every intermediate of a call stays
+    allocated until the call returns."""
+    buffers = {r.name for r in records
+               if isinstance(r, (Allocate, Reuse)) or (isinstance(r, Bind) and not r.output)}
+    last_use: dict[str, int] = {}
+    for index, record in enumerate(records):
+        for name in _mentions(record):
+            if name in buffers:
+                last_use[name] = index
+    dead_after: dict[int, list[str]] = {}
+    for name, index in last_use.items():
+        dead_after.setdefault(index, []).append(name)
+    freed: list[Record] = []
+    for index, record in enumerate(records):
+        freed.append(record)
+        if index in dead_after and not isinstance(record, Return):
+            freed.append(Free(tuple(sorted(dead_after[index]))))
+    return freed
+
+
+def printed(record: Record) -> list[str]:
+    """The host program's lines of `record`."""
+    if isinstance(record, (Allocate, Bind)):
+        return [f"{record.name} = {record.expression}"]
+    if isinstance(record, Reuse):
+        return [f"{record.name} = {record.source}  # reuses {record.source}'s memory"]
+    if isinstance(record, Statement):
+        return list(record.lines)
+    if isinstance(record, Return):
+        return [f"return {record.expression}"]
+    return [f"del {', '.join(record.names)}"]
