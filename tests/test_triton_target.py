@@ -1399,18 +1399,29 @@ def test_a_strided_convolution_s_weight_gradient_is_one_grouped_library_convolut
     assert_compiled(min_graphs=2)
 
 
-def test_a_depthwise_convolution_writes_each_channel_where_eager_does():
-    """torch-mlir's depthwise convolution loops over N, H, W, C and writes its NCHW
-    result through a permuting output map; the window kernel walked its loop dims as
-    if they were the result's (every output off by up to 2.5 against eager)."""
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_depthwise_convolution_is_one_cudnn_call_with_its_padding(dtype, tmp_path):
+    """A convolution with as many groups as channels is aten's (cuDNN's, channels-last)
+    with groups = C, its zero padding folded in: no pad copy, no window kernel (a
+    ConvNeXt block's 7x7 depthwise kernel and its padded copy had taken most of the
+    block's GPU time). A half convolution's bias is cuDNN's too, not an f32 broadcast
+    materialized by a kernel and added to the product."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1, groups=8),
                                 torch.nn.BatchNorm2d(8), torch.nn.ReLU6(),
-                                torch.nn.Conv2d(8, 16, 1)).eval()
-    x = torch.randn(2, 8, 8, 8)
+                                torch.nn.Conv2d(8, 16, 1)).eval().to(dtype)
+    x = torch.randn(2, 8, 8, 8, dtype=dtype)
     with torch.no_grad():
-        torch.testing.assert_close(compile_triton(model)(x), model(x))
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x),
+                                   atol=2e-2 if dtype == torch.bfloat16 else None,
+                                   rtol=2e-2 if dtype == torch.bfloat16 else None)
     assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    bias = r"arg\d+_1" if dtype == torch.bfloat16 else "None"
+    assert re.search(r"torch\.convolution\(\w+, channels_last_weight\(\w+\.reshape\(8, 1, 3, 3\), "
+                     rf"capturing\), {bias}, \(1, 1\), \(1, 1\), \(1, 1\), False, \(0, 0\), 8\)",
+                     host), host
+    assert "functional.pad" not in host
 
 
 @pytest.mark.parametrize("fn", [

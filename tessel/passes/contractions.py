@@ -7,8 +7,12 @@ from tessel import ir
 
 NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
 # Convolutions a target may leave to its library (cuDNN through aten on the GPU).
-# The grouped one is what torch-mlir makes of a strided convolution's weight gradient.
-NAMED_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw")
+# The grouped one is what torch-mlir makes of a strided convolution's weight gradient;
+# the depthwise one, of a convolution with as many groups as channels (MobileNets,
+# EfficientNet, ConvNeXt), which cuDNN runs channels-last.
+DEPTHWISE_CONVOLUTION = "linalg.depthwise_conv_2d_nchw_chw"
+NAMED_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw",
+                      DEPTHWISE_CONVOLUTION)
 
 
 def convolution_pair(op: ir.Operation, name: str) -> tuple[int, int]:

@@ -13,7 +13,7 @@ import torch
 
 from tessel import ir
 from tessel.passes.buffer_views import view_root
-from tessel.passes.contractions import convolution_pair
+from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
 from tessel.signature import GraphSignature, TensorInput
 from tessel.targets.triton import cuda_graph_trees, sizes
@@ -67,7 +67,7 @@ def narrowed_values(module: ir.Module) -> frozenset[ir.Value]:
     for op in ir.ops_where(ir.function_named(module, "main"),
                            lambda op: op.name == "tkern.library_call"):
         contraction = op.regions[0].blocks[0].operations[0].operation
-        if contraction.name == "linalg.conv_2d_nchw_fchw" or \
+        if contraction.name in ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION) or \
                 element_name(contraction.operands[0]) == element_name(op.results[0]):
             continue
         init = contraction.operands[-1]
@@ -239,11 +239,24 @@ def _row_bias(value: ir.Value) -> ir.Value | None:
     """The 1-D tensor that `value` broadcasts along its rows, widened, when a kernel of its
     own computes only that (a gemm's initial accumulator from fold-bias-into-gemm), else
     None: the gemm's library call then reads the 1-D tensor as addmm's bias."""
+    return _widened_bias(value, ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"])
+
+
+def _channel_bias(value: ir.Value) -> ir.Value | None:
+    """The 1-D tensor that `value` broadcasts along the channels of an NCHW image,
+    widened, when a kernel of its own computes only that (a half convolution's initial
+    accumulator, as torch-mlir lowers a bias), else None: the convolution's library call
+    then takes it as cuDNN's bias instead of adding a materialized f32 broadcast."""
+    return _widened_bias(value, ["(d0, d1, d2, d3) -> (d1)",
+                                 "(d0, d1, d2, d3) -> (d0, d1, d2, d3)"])
+
+
+def _widened_bias(value: ir.Value, maps: list[str]) -> ir.Value | None:
     generic = sole_generic(ir.operation_of(value.owner))
     if generic is None or len(list(value.uses)) != 1 or len(generic.operands) != 2:
         return None
-    maps = [str(m) for m in ir.indexing_maps(generic)]
-    if maps != ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"] or ir.sole_cast(generic) != "arith.extf":
+    if [str(m) for m in ir.indexing_maps(generic)] != maps or \
+            ir.sole_cast(generic) != "arith.extf":
         return None
     return generic.operands[0]
 
@@ -301,7 +314,8 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
         return None
     for use in pad.results[0].uses:
         user = ir.operation_of(use.owner)
-        if user is None or user.name != "linalg.conv_2d_nchw_fchw" or use.operand_number != 0:
+        if user is None or use.operand_number != 0 or \
+                user.name not in ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION):
             return None
     return low[2], low[3]
 
@@ -335,13 +349,17 @@ class _HostWriter:
             padding = _conv_padding(op) if op.name == "tensor.pad" else None
             if padding is not None:
                 self.folded_pads[op.results[0]] = padding
-        # Bias broadcasts that a gemm's library call reads as addmm's bias: not launched.
-        self.gemm_biases = {}
+        # Bias broadcasts that a library call takes as its bias (addmm's, cuDNN's): not
+        # launched.
+        self.library_biases = {}
         for op in self.ops:
             if op.name == "tkern.library_call":
-                init = op.regions[0].blocks[0].operations[0].operation.operands[-1]
-                if (bias := _row_bias(init)) is not None:
-                    self.gemm_biases[init] = bias
+                contraction = op.regions[0].blocks[0].operations[0].operation
+                init = contraction.operands[-1]
+                bias = _channel_bias(init) if contraction.name in (
+                    "linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION) else _row_bias(init)
+                if bias is not None:
+                    self.library_biases[init] = bias
         self.concat_chains = _concat_chains(self.ops)
         self.chain_buffers: dict[ir.Value, str] = {}
 
@@ -387,7 +405,7 @@ class _HostWriter:
             if (rounded := self.rounding_only(op)) is not None:
                 self.names[op.results[0]] = self.name_of(rounded)
             elif not op.results or (op.results[0] not in self.skipped_fills
-                                    and op.results[0] not in self.gemm_biases):
+                                    and op.results[0] not in self.library_biases):
                 self.launch(op)
         elif op.name in _VIEWS:
             with self.reading() as reads:
@@ -574,8 +592,11 @@ class _HostWriter:
             return
         with self.reading() as reads:
             fresh = True  # aten's convolutions and gemms return new memory
-            if contraction.name == "linalg.conv_2d_nchw_fchw":
+            if contraction.name in ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION):
                 product = self.convolution(contraction)
+                if contraction.operands[2] in self.library_biases:
+                    self.bind(op.results[0], product, reads, fresh)
+                    return
             elif contraction.name == "linalg.conv_2d_ngchw_gfchw":
                 product = self.grouped_convolution(contraction)
             elif len(body) == 2 and "indexing_maps" in contraction.attributes:
@@ -585,7 +606,7 @@ class _HostWriter:
                 mixed = (element_name(contraction.operands[0])
                          != element_name(contraction.results[0]))
                 in_f32 = mixed and op.results[0] not in self.narrowed
-                bias = self.gemm_biases.get(contraction.operands[2])
+                bias = self.library_biases.get(contraction.operands[2])
                 product, fresh = _aten_contraction(
                     a, b, maps, "matmul_in_f32" if in_f32 else "torch.matmul",
                     bias and self.name_of(bias))
@@ -640,14 +661,21 @@ class _HostWriter:
         padding = self.folded_pads.get(image)
         if padding is not None:
             image = ir.operation_of(image.owner).operands[0]
-        weight_name = self.name_of(weight)
+        weight_name, groups = self.name_of(weight), 1
+        if conv.name == DEPTHWISE_CONVOLUTION:  # (C, KH, KW): aten's (C, 1, KH, KW), C groups
+            groups, kh, kw = ir.ShapedType(weight.type).shape
+            if ir.ShapedType.is_dynamic_size(groups):
+                raise UnsupportedKernel(conv.name, "a depthwise convolution of dynamic channels")
+            weight_name = f"{weight_name}.reshape({groups}, 1, {kh}, {kw})"
         if self.channels_last:
             weight_name = f"channels_last_weight({weight_name}, capturing)"
+        bias = self.library_biases.get(conv.operands[2])
         # aten's convolution, as Inductor calls it: F.conv2d adds a dispatch on top,
         # host time at every call (benchmarks/host_costs.py).
-        return (f"torch.convolution({self.name_of(image)}, {weight_name}, None, "
+        return (f"torch.convolution({self.name_of(image)}, {weight_name}, "
+                f"{self.name_of(bias) if bias is not None else None}, "
                 f"{strides}, {padding or (0, 0)}, {dilations}, "
-                f"False, (0, 0), 1)")
+                f"False, (0, 0), {groups})")
 
     def grouped_convolution(self, conv: ir.Operation) -> str:
         """linalg's grouped convolution, (N, G, C, H, W) by (G, F, C, KH, KW), as one

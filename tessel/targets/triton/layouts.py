@@ -18,8 +18,8 @@ memory (walked row-major, a GELU read [8, 384, 3000] across it, uncoalesced).
 from __future__ import annotations
 
 from tessel import ir
+from tessel.passes.contractions import NAMED_CONVOLUTIONS
 
-_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw")
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 RANKS = (3, 4)  # [N, C, L] and [N, C, H, W]
 
@@ -38,7 +38,7 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
         op = op.operation
         if op.name == "tkern.library_call":
             contraction = op.regions[0].blocks[0].operations[0].operation
-            if contraction.name in _CONVOLUTIONS:
+            if contraction.name in NAMED_CONVOLUTIONS:
                 image, accumulator = contraction.operands[0], contraction.operands[2]
                 owner = ir.operation_of(image.owner)
                 if owner is not None and owner.name == "tensor.pad":
