@@ -37,13 +37,33 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
+import sympy
+
 from tessel import ir
-from tessel.errors import TesselError
 from tessel.passes.choose_gpu_blocks import template_programs
 from tessel.passes.form_kernels import kernel_body, kernel_name, sole_generic
 from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
 from tessel.targets.triton import layouts, online_softmax, sizes
+from tessel.targets.triton.indexing import (
+    LANES,
+    ZERO,
+    Extent,
+    FloorDiv,
+    Index,
+    Modulo,
+    address,
+    from_affine,
+    is_position,
+    named,
+    points,
+    strides,
+    symbol,
+    text,
+    through_map,
+    walked,
+)
+from tessel.targets.triton.unsupported import UnsupportedKernel
 
 # Result dtypes as torch spells them, for the host program.
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
@@ -158,16 +178,6 @@ _CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "u
 CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 
-class UnsupportedKernel(TesselError):
-    """A kernel this code generator cannot express; `op` names the op that stopped it,
-    `at` is that op where the host program's generator knows it."""
-
-    def __init__(self, op: str, reason: str):
-        super().__init__(f"{op}: {reason}")
-        self.op = op
-        self.at: ir.Operation | None = None
-
-
 @dataclass
 class KernelResult:
     """A buffer the kernel writes whole, through strides the host passes."""
@@ -235,27 +245,11 @@ def _reduction_dims(generic: ir.Operation) -> set[int]:
             if "reduction" in str(it)}
 
 
-def _times(a: int | str, b: int | str) -> int | str:
-    """a * b, folded where both are literals; a str is a Python expression."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a * b
-    if a == 1 or b == 1:
-        return b if a == 1 else a
-    return f"{a} * {b}"
-
-
-def _points(extents: list[int | str]) -> int | str:
-    total = 1
-    for extent in extents:
-        total = _times(total, extent)
-    return total
-
-
 @dataclass
 class _Slice:
-    """A tile of a main-level tensor: `base` at per-dim offsets (Python expressions)."""
+    """A tile of a main-level tensor: `base` at per-dim offsets."""
     base: ir.Value
-    offsets: list[str]
+    offsets: list[Index]
 
 
 @dataclass
@@ -307,29 +301,29 @@ class _Writer:
     def emit(self, line: str) -> None:
         self.lines.append(self.indent + line)
 
-    def size(self, extent: sizes.Extent) -> int | str:
-        """A static extent, or the name of the size parameter that holds it."""
+    def size(self, extent: sizes.Extent) -> int | sympy.Symbol:
+        """A static extent, or the size parameter that holds it."""
         if isinstance(extent, int):
             return extent
         if extent not in self.size_roots:
             self.size_roots.append(extent)
-        return f"size{self.size_roots.index(extent)}"
+        return symbol(f"size{self.size_roots.index(extent)}")
 
-    def same_extent(self, a: int | str, b: int | str) -> bool:
+    def same_extent(self, a: int | sympy.Symbol, b: int | sympy.Symbol) -> bool:
         """Whether two extents of fused generics are the same. A size the host computes
         (a "value" root) cannot be traced to an input's dim, so it is taken to equal
         another dynamic size in its place: the generics were fused as producer and
         consumer, and torch-mlir's runtime checks hold such sizes equal."""
         if a == b:
             return True
-        roots = [self.size_roots[int(e.removeprefix("size"))] for e in (a, b)
-                 if isinstance(e, str)]
+        roots = [self.size_roots[int(e.name.removeprefix("size"))] for e in (a, b)
+                 if isinstance(e, sympy.Symbol)]
         return len(roots) == 2 and any(root[0] == "value" for root in roots)
 
-    def shape(self, value: ir.Value) -> list[int | str]:
+    def shape(self, value: ir.Value) -> list[int | sympy.Symbol]:
         return [self.size(extent) for extent in sizes.shape(value)]
 
-    def domain(self, generic: ir.Operation) -> list[int | str]:
+    def domain(self, generic: ir.Operation) -> list[int | sympy.Symbol]:
         """The loop ranges of a linalg.generic: ints, or size parameters."""
         ranges = loop_ranges(generic)
         for dim, static in enumerate(ranges):
@@ -337,7 +331,7 @@ class _Writer:
                 ranges[dim] = self.size(_loop_extent(generic, dim))
         return ranges
 
-    def row_extent(self, generic: ir.Operation) -> list[int | str]:
+    def row_extent(self, generic: ir.Operation) -> list[int | sympy.Symbol]:
         """The dims of size > 1 that `r` spans for this op (a dynamic size is never 1:
         Dynamo specializes sizes 0 and 1): a row reduction's whole iteration space;
         else its result's dims, in the result's order (the output points of a pooling
@@ -358,15 +352,15 @@ class _Writer:
 
     # ----------------------------------------------------------------- indices
 
-    def local_indices(self, domain: list[int | str]) -> tuple[list[str], str]:
-        """Per loop dim, the Python expression of its index over a generic's domain,
+    def local_indices(self, domain: list[int | sympy.Symbol]) -> tuple[list[Index], str]:
+        """Per loop dim, the expression of its index over a generic's domain,
         and the domain's kind: "row" (spans `r`) or "scalar" (all dims of size 1). In a
         gemm template, the indices of its m x n tile."""
         if self.tile_indices is not None:
             return self.tile_indices, "row"
         wide = [size for size in domain if size != 1]
         if not wide:
-            return ["0"] * len(domain), "scalar"
+            return [ZERO] * len(domain), "scalar"
         if not self.spans_row(domain):
             raise UnsupportedKernel("linalg.generic", f"iteration space {domain} differs "
                                     f"from the kernel's {self.row_shape}")
@@ -378,28 +372,28 @@ class _Writer:
             # the order of channels-last buffers in memory (coalesced loads and stores).
             fastest_first = [d for d in (1, *range(len(domain) - 1, 1, -1), 0)
                              if domain[d] != 1]
-        return _walked(domain, fastest_first), "row"
+        return walked(domain, fastest_first), "row"
 
-    def walk_alone(self, extent: list[int | str]) -> tuple[list[str], str]:
+    def walk_alone(self, extent: list[int | sympy.Symbol]) -> tuple[list[Index], str]:
         """Indices that walk a tensor of `extent`, off the row, with the row's first
         lanes, in row-major order, and the mask of those lanes. `r` spans the row's
         points: over a pointwise kernel's programs, a row kernel's block, or a looped
         row's chunks (the store then runs chunk by chunk)."""
-        points, row = _points(extent), _points(self.row_shape)
-        if not isinstance(points, int) or not isinstance(row, int) or points > row:
+        count, row = points(extent), points(self.row_shape)
+        if not isinstance(count, int) or not isinstance(row, int) or count > row:
             raise UnsupportedKernel("linalg.generic", f"a result of {extent} points beside "
                                     f"the kernel's row of {self.row_shape}")
         row_major = [d for d in reversed(range(len(extent))) if extent[d] != 1]
-        return _walked(extent, row_major), f"(r < {points})"
+        return walked(extent, row_major), f"(r < {count})"
 
-    def spans_row(self, domain: list[int | str]) -> bool:
+    def spans_row(self, domain: list[int | sympy.Symbol]) -> bool:
         """Whether a domain's dims of size > 1 are the row's (or it has none)."""
         wide = [size for size in domain if size != 1]
         return not wide or (len(wide) == len(self.row_shape) and
                             all(map(self.same_extent, wide, self.row_shape)))
 
-    def result_indices(self, domain: list[int | str], output_map: ir.AffineMap
-                       ) -> tuple[list[str], str]:
+    def result_indices(self, domain: list[int | sympy.Symbol], output_map: ir.AffineMap
+                       ) -> tuple[list[Index], str]:
         """Per loop dim, its index where the kernel's row walks the result of a generic
         over `domain` written through `output_map` (a projected permutation), and the
         kind: the row walks the result tensor's dims, which the loop dims may permute
@@ -411,22 +405,14 @@ class _Writer:
             raise UnsupportedKernel("linalg.generic", f"an output map {output_map}")
         tensor_indices, kind = self.local_indices([domain[p] for p in positions])
         self.walk_dims = [p for p in positions if domain[p] != 1]
-        indices = ["0"] * len(domain)
+        indices = [ZERO] * len(domain)
         for position, index in zip(positions, tensor_indices):
             indices[position] = index
         return indices, kind
 
-    def address(self, pointer_strides: list[str], offsets: list[str], exprs: list[str]) -> str:
-        terms = []
-        for stride, offset, index in zip(pointer_strides, offsets, exprs):
-            position = index if offset == "0" else (offset if index == "0" else f"({offset} + {index})")
-            if position != "0":
-                terms.append(f"{position} * {stride}")
-        return " + ".join(terms) or "0"
-
     # ----------------------------------------------------------------- operands
 
-    def read(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[str],
+    def read(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[Index],
              kind: str, window: frozenset[int] = frozenset()) -> tuple[str, str]:
         """(expression, kind) of `value` read through `affine_map` at `indices`; the
         `window` dims of a windowed reduction are fixed positions, not row dims."""
@@ -436,7 +422,7 @@ class _Writer:
             return self.running[value][0], "row"  # a max per lane, in its chunk loop
         if value in self.registers:
             expression, value_kind = self.registers[value]
-            point = [_index_of(expr, indices) for expr in affine_map.results]
+            point = through_map(affine_map, indices)
             if value_kind == "scalar" or self.points.get(value) == point or \
                     (kind == "row" and not self.recomputing and
                      self.in_row_order(value, affine_map, indices, window)):
@@ -454,25 +440,24 @@ class _Writer:
             except sizes.UnknownSize:
                 raise UnsupportedKernel("linalg.generic",
                                         f"a scalar argument of type {value.type}") from None
-        tile = self.slices.get(value) or _Slice(value, ["0"] * len(affine_map.results))
+        tile = self.slices.get(value) or _Slice(value, [ZERO] * len(affine_map.results))
         if _is_empty(tile.base):
             raise UnsupportedKernel("linalg.generic", "a read of an uninitialized tensor")
         filled = fill_constant(tile.base)
         if filled is not None:
             return filled, f"literal:{element_name(tile.base)}"
-        exprs = [_index_of(e, indices) for e in affine_map.results]
+        point = through_map(affine_map, indices)
         pointer = self.input_pointer(tile.base)
-        strides = [f"{pointer}_stride{d}" for d in range(len(exprs))]
-        address = self.address(strides, tile.offsets, exprs)
-        kind = "row" if not all(map(_is_position, exprs)) else "scalar"
-        load = self.held(f"tl.load({pointer} + {address}"
+        offset = address(strides(pointer, len(point)), tile.offsets, point)
+        kind = "row" if not all(map(is_position, point)) else "scalar"
+        load = self.held(f"tl.load({pointer} + {text(offset)}"
                          + (", mask=mask)" if kind == "row" else ")"), tile.base)
         if load not in self.loads:  # one load per address, however many generics read it
             self.loads[load] = self.fresh()
             self.emit(f"{self.loads[load]} = {load}")
         return self.loads[load], kind
 
-    def in_row_order(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[str],
+    def in_row_order(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[Index],
                      window: frozenset[int]) -> bool:
         """Whether `affine_map` reads the row value `value` lane for lane: its results
         at `value`'s dims of size > 1 are the reader's dims that `r` spans, in order
@@ -480,7 +465,7 @@ class _Writer:
         walks them (`walk_dims`: the reader's result's). A causal mask's row loop reads
         a [6] arange as (d0, d1) -> (d1) of its [1, 6] tile."""
         row_dims = self.walk_dims if self.walk_dims is not None else [
-            d for d, index in enumerate(indices) if index != "0" and d not in window]
+            d for d, index in enumerate(indices) if index != 0 and d not in window]
         return [position for position, size in zip(ir.dim_positions(affine_map),
                                                    self.shape(value)) if size != 1] == row_dims
 
@@ -525,9 +510,9 @@ class _Writer:
                           f"{_HELD_DTYPES[element_name(result)]})")
                 expression = widened
             self.registers[result] = (expression, kind)
-            self.points[result] = [_index_of(e, indices) for e in maps[n_inputs].results]
+            self.points[result] = through_map(maps[n_inputs], indices)
 
-    def reduce_row(self, op: ir.Operation, indices: list[str], kind: str) -> None:
+    def reduce_row(self, op: ir.Operation, indices: list[Index], kind: str) -> None:
         """A reduction of the whole row (or of the chunk a looped row holds) to one
         value: its prologue per lane, then the combiner across the lanes."""
         maps = ir.indexing_maps(op)
@@ -555,7 +540,7 @@ class _Writer:
             self.body_op(body_op, names)
         if any(out_argument == v for body_op in body_ops[:-2] for v in body_op.operands):
             raise UnsupportedKernel("linalg.generic", "the reduction reads its init twice")
-        reduce_call, identity, merge = _COMBINERS[combiner.name]
+        _, identity, merge = _COMBINERS[combiner.name]
         element = element_name(op.results[0])
         if element == "i1" and identity == "-1":
             identity = "1"
@@ -572,7 +557,7 @@ class _Writer:
             return
         self.finish_reduction(op, masked)
 
-    def evaluate(self, op: ir.Operation, indices: list[str], kind: str) -> list[tuple[str, str]]:
+    def evaluate(self, op: ir.Operation, indices: list[Index], kind: str) -> list[tuple[str, str]]:
         """The (expression, kind) of each result of the element-wise generic `op` at
         the loop `indices`."""
         maps = ir.indexing_maps(op)
@@ -587,7 +572,7 @@ class _Writer:
             self.body_op(body_op, names)
         return [self.value(value, names) for value in body_ops[-1].operands]
 
-    def recompute(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[str],
+    def recompute(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[Index],
                   kind: str) -> tuple[str, str]:
         """`value`, a result of the element-wise generic that `producers` holds for it,
         computed at the point a reader reads it: through `affine_map` at the reader's
@@ -595,14 +580,14 @@ class _Writer:
         at the loop dim the producer's output map writes it from."""
         producer = self.producers[value]
         n_inputs = len(producer.operands) - len(producer.results)
-        point = [_index_of(expr, indices) for expr in affine_map.results]
-        loops = ["0"] * len(loop_ranges(producer))
+        point = through_map(affine_map, indices)
+        loops = [ZERO] * len(loop_ranges(producer))
         for position, index in zip(ir.dim_positions(ir.indexing_maps(producer)[n_inputs]),
                                    point):
             loops[position] = index
         key = (value, tuple(loops))
         if key not in self.recomputed:
-            at = "row" if kind == "row" and not all(map(_is_position, loops)) else "scalar"
+            at = "row" if kind == "row" and not all(map(is_position, loops)) else "scalar"
             self.recomputing += 1
             try:
                 results = self.evaluate(producer, loops, at)
@@ -639,13 +624,13 @@ class _Writer:
         self.emit(f"{reduced} = {reduce_call.format(x=row)}")
         n_inputs = len(op.operands) - 1
         init, init_kind = self.read(op.operands[n_inputs], ir.indexing_maps(op)[n_inputs],
-                                    ["0"] * len(loop_ranges(op)), "scalar")
+                                    [ZERO] * len(loop_ranges(op)), "scalar")
         result = self.fresh()
         # A half sum stays in its f32 accumulator, rounded once where it is stored.
         self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
         self.registers[op.results[0]] = (result, "scalar")
 
-    def window_reduction(self, op: ir.Operation, domain: list[int | str],
+    def window_reduction(self, op: ir.Operation, domain: list[int | sympy.Symbol],
                          reductions: list[int]) -> None:
         """A reduction over a small window per output point (pooling): unrolled, one
         step per window position, the body applied as written (any combiner)."""
@@ -666,7 +651,7 @@ class _Writer:
         for position in itertools.product(*window):
             at = list(indices)
             for d, index in zip(reductions, position):
-                at[d] = str(index)
+                at[d] = sympy.Integer(index)
             names = {block.arguments[n_inputs]: accumulator, _LOOP_INDICES: (at, kind)}
             for argument, operand, affine_map in zip(block.arguments, op.operands, maps):
                 if argument in used and argument not in names:
@@ -675,7 +660,7 @@ class _Writer:
                 self.body_op(body_op, names)
             accumulator = self.value(body_ops[-1].operands[0], names)
         self.registers[op.results[0]] = (_as_expression(accumulator), kind)
-        self.points[op.results[0]] = [_index_of(e, indices) for e in maps[n_inputs].results]
+        self.points[op.results[0]] = through_map(maps[n_inputs], indices)
 
     def value(self, value: ir.Value, names: dict) -> tuple[str, str]:
         if value in names:
@@ -685,7 +670,7 @@ class _Writer:
         if value in self.registers:
             return self.registers[value]
         if value in self.program_ids:
-            return self.program_ids[value], "scalar"  # a row loop's index (positions)
+            return text(self.program_ids[value]), "scalar"  # a row loop's index (positions)
         if not isinstance(value.type, ir.ShapedType):
             # An integer of main's, as a size (a sequence length that masks compare to):
             # the kernel takes it as a size parameter.
@@ -704,7 +689,7 @@ class _Writer:
         if name == "linalg.index":
             indices, kind = names[_LOOP_INDICES]
             index = indices[ir.IntegerAttr(op.attributes["dim"]).value]
-            names[op.results[0]] = (index, "literal:i64" if index.isdigit() else kind)
+            names[op.results[0]] = (text(index), "literal:i64" if is_position(index) else kind)
             return
         if name == "tensor.extract":
             names[op.results[0]] = self.gather(op, names)
@@ -737,9 +722,9 @@ class _Writer:
         pointer = self.input_pointer(op.operands[0])
         positions = [self.value(v, names) for v in op.operands[1:]]
         kind = "row" if any(k == "row" for _, k in positions) else "scalar"
-        address = self.address([f"{pointer}_stride{d}" for d in range(len(positions))],
-                               ["0"] * len(positions), [p for p, _ in positions])
-        load = f"tl.load({pointer} + {address}" + (", mask=mask)" if kind == "row" else ")")
+        offset = address(strides(pointer, len(positions)), [ZERO] * len(positions),
+                         [named(p) for p, _ in positions])
+        load = f"tl.load({pointer} + {text(offset)}" + (", mask=mask)" if kind == "row" else ")")
         variable = self.fresh()
         self.emit(f"{variable} = {self.held(load, op.operands[0])}")
         return variable, kind
@@ -810,7 +795,9 @@ class _Writer:
         if name == "affine.apply":  # index arithmetic on loop indices (an arange's)
             affine_map = ir.AffineMapAttr(op.attributes["map"]).value
             (result,) = affine_map.results
-            return _index_of(result, args[:affine_map.n_dims], args[affine_map.n_dims:])
+            operands = [named(arg) for arg in args]
+            return text(from_affine(result, operands[:affine_map.n_dims],
+                                    operands[affine_map.n_dims:]))
         if name == "math.fpowi" or name == "math.powf":
             return self.power(op, typed, args)
         raise UnsupportedKernel(name, "no Triton equivalent in tessel yet")
@@ -880,45 +867,6 @@ def _unsigned(value: ir.Value, expression: str) -> str:
     return f"{expression}.to(tl.uint{element[1:]}, bitcast=True)"
 
 
-_AFFINE_OPERATORS = ((ir.AffineAddExpr, "+"), (ir.AffineMulExpr, "*"),
-                     (ir.AffineFloorDivExpr, "//"), (ir.AffineModExpr, "%"))
-
-
-def _index_of(expr, indices: list[str], symbols: list[str] = ()) -> str:
-    """An affine expression as a Python expression over the loop indices (strided and
-    shifted reads, such as a convolution's im2col gather, are sums and products) and
-    its symbols' values. Indices are never negative, where Triton's // and % (which
-    truncate) agree with affine floordiv and mod."""
-    if isinstance(expr, ir.AffineDimExpr):
-        return indices[expr.position]
-    if isinstance(expr, ir.AffineSymbolExpr):
-        return symbols[expr.position]
-    if isinstance(expr, ir.AffineConstantExpr):
-        return str(expr.value)
-    for kind, operator in _AFFINE_OPERATORS:
-        if isinstance(expr, kind):
-            return (f"({_index_of(expr.lhs, indices, symbols)} {operator} "
-                    f"{_index_of(expr.rhs, indices, symbols)})")
-    raise UnsupportedKernel("linalg.generic", f"an indexing expression {expr}")
-
-
-def _walked(extent: list[int | str], fastest_first: list[int]) -> list[str]:
-    """Per dim of `extent`, its index where `r` walks the `fastest_first` dims (the
-    others, of size 1, are 0)."""
-    indices, inner = ["0"] * len(extent), 1
-    for dim in fastest_first:
-        indices[dim] = (f"((r // ({inner})) % {extent[dim]})" if inner != 1
-                        else f"(r % {extent[dim]})")
-        inner = _times(inner, extent[dim])
-    return indices
-
-
-def _is_position(index: str) -> bool:
-    """Whether an index expression is a fixed position (a window's), the same on
-    every lane."""
-    return index.isdigit()
-
-
 def _as_expression(operand: tuple[str, str]) -> str:
     """A literal as a typed Triton scalar (tl functions take tensors), else as is."""
     expression, kind = operand
@@ -972,7 +920,13 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
     except sizes.UnknownSize as error:
         raise UnsupportedKernel(writer.name, str(error)) from error
     return KernelSource(writer.name, _function_source(writer), writer.inputs, writer.results,
-                        grid, writer.block, num_warps, writer.size_roots)
+                        _grid(grid), writer.block, num_warps, writer.size_roots)
+
+
+def _grid(programs: tuple[Extent, ...]) -> tuple[int | str, ...]:
+    """A launch grid as the host program takes it: ints, or Python over the size
+    parameters."""
+    return tuple(extent if isinstance(extent, int) else text(extent) for extent in programs)
 
 
 def _loop_extent(generic: ir.Operation, dim: int) -> sizes.Extent:
@@ -1011,7 +965,7 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
     whole = _row_reductions(generics)
     reducing = bool(whole)
     writer.row_shape = writer.row_extent(whole[0] if reducing else generics[-1])
-    size = _points(writer.row_shape)
+    size = points(writer.row_shape)
     if reducing:
         # A whole-tensor reduction: one program holds everything, or loops over it.
         if not isinstance(size, int):
@@ -1023,8 +977,8 @@ def _flat_kernel(writer: _Writer, body: list[ir.Operation]) -> tuple[int, ...]:
     else:
         writer.emit("r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
         grid = (-(-size // writer.block) if isinstance(size, int)
-                else f"({size} + {writer.block - 1}) // {writer.block}",)
-    writer.emit(f"mask = r < {size}")
+                else text(FloorDiv(size + writer.block - 1, writer.block)),)
+    writer.emit(f"mask = r < {text(size)}")
     for op in generics:
         writer.generic(op)
     _store_results(writer, results)
@@ -1041,8 +995,8 @@ def _looped_whole_reduction(writer: _Writer, generics: list[ir.Operation],
     follows a whole-tensor reduction usually is); a result of the tensor's size would
     need one more pass, which is not built."""
     rest = generics[generics.index(reductions[-1]) + 1:]
-    if any(_points(loop_ranges(op)) != 1 for op in rest) or \
-            any(_points(ir.RankedTensorType(v.type).shape) != 1 for v in results):
+    if any(extent != 1 for op in rest for extent in loop_ranges(op)) or \
+            any(points(ir.RankedTensorType(v.type).shape) != 1 for v in results):
         raise UnsupportedKernel("linalg.generic", f"a reduction of {size} elements, in one "
                                 f"block of {writer.block}, with results of more than one point")
     _reduction_passes(writer, generics, {}, size, reductions)
@@ -1083,32 +1037,31 @@ def _scan_kernel(writer: _Writer, scan: ir.Operation) -> tuple[int]:
     identity = _cast_literal(identity, element)
     rows = [d for d in range(len(shape)) if d != dim]
     writer.emit("row = tl.program_id(0)")
-    indices = {}
-    for position, d in enumerate(rows):
-        inner = _points([shape[r] for r in rows[position + 1:]])
-        indices[d] = f"((row // {inner}) % {shape[d]})" if inner != 1 else f"(row % {shape[d]})"
+    row_indices = walked([shape[d] for d in rows], list(reversed(range(len(rows)))),
+                         symbol("row"))
     pointer = writer.input_pointer(source)
     for result in scan.results:
         writer.results.append(KernelResult(list(ir.RankedTensorType(result.type).shape),
                                            element_name(result)))
-    # The accumulator has the rows' dims, in order.
-    bases = [writer.address([f"{name}_stride{d}" for d in range(len(shape))], ["0"] * len(shape),
-                            [indices.get(d, "0") for d in range(len(shape))])
-             for name in (pointer, "out0")]
-    accumulator = writer.address([f"out1_stride{i}" for i in range(len(rows))], ["0"] * len(rows),
-                                 [indices[d] for d in rows])
+    # The scanned dim is the chunk's lanes; the accumulator has the rows' dims, in order.
+    chunk = dict(zip(rows, row_indices))
+    chunk[dim] = LANES
+    chunk_indices = [chunk[d] for d in range(len(shape))]
+    source_offset, result_offset = (
+        text(address(strides(name, len(shape)), [ZERO] * len(shape), chunk_indices))
+        for name in (pointer, "out0"))
+    accumulator = address(strides("out1", len(rows)), [ZERO] * len(rows), row_indices)
     dtype = _TRITON_DTYPES[element]
     writer.emit(f"carry = tl.full([], {identity}, {dtype})")
     writer.emit(f"for start in range(0, {shape[dim]}, BLOCK):")
     writer.emit("    r = start + tl.arange(0, BLOCK)")
     writer.emit(f"    mask = r < {shape[dim]}")
-    writer.emit(f"    chunk = tl.load({pointer} + {bases[0]} + r * {pointer}_stride{dim}, "
-                f"mask=mask, other={identity})")
+    writer.emit(f"    chunk = tl.load({pointer} + {source_offset}, mask=mask, other={identity})")
     scanned = merge.format(carry="carry", x=scan_call.format(x="chunk"))
-    writer.emit(f"    tl.store(out0 + {bases[1]} + r * out0_stride{dim}, {scanned}, mask=mask)")
+    writer.emit(f"    tl.store(out0 + {result_offset}, {scanned}, mask=mask)")
     writer.emit(f"    carry = {merge.format(carry='carry', x=total.format(x='chunk'))}")
-    writer.emit(f"tl.store(out1 + {accumulator}, carry)")
-    return (_points([shape[d] for d in rows]),)
+    writer.emit(f"tl.store(out1 + {text(accumulator)}, carry)")
+    return (points([shape[d] for d in rows]),)
 
 
 def _store_results(writer: _Writer, results: list[ir.Value]) -> None:
@@ -1118,7 +1071,7 @@ def _store_results(writer: _Writer, results: list[ir.Value]) -> None:
         producer = ir.operation_of(value.owner)
         index = list(producer.results).index(value) if producer is not None else -1
         init = producer.operands[len(producer.operands) - len(producer.results) + index]
-        _store(writer, value, ["0"] * _rank(value), init)
+        _store(writer, value, [ZERO] * _rank(value), init)
 
 
 # The largest M, N and K tiles a template is launched with (choose-gpu-blocks and
@@ -1142,7 +1095,7 @@ def _gemm_template(writer: _Writer, body: list[ir.Operation]) -> tuple[int, int,
     m, n, k = loop_ranges(matmul)
     writer.constants = ("BLOCK_M", "BLOCK_N", "BLOCK_K")
     writer.tile = "[BLOCK_M, BLOCK_N]"
-    writer.tile_indices = ["rm[:, None]", "rn[None, :]"]
+    writer.tile_indices = [symbol("rm[:, None]"), symbol("rn[None, :]")]
     # The source holds for any block sizes (autotuning launches it with others).
     writer.emit("program = tl.program_id(0)")
     writer.emit(f"group = {_GROUP_M} * tl.cdiv({n}, BLOCK_N)")
@@ -1166,9 +1119,11 @@ def _gemm_template(writer: _Writer, body: list[ir.Operation]) -> tuple[int, int,
     writer.emit("    rk = k + tl.arange(0, BLOCK_K)")
     # Tile indices per loop dim (m, n, k) of A's [BLOCK_M, BLOCK_K] and B's [BLOCK_K, BLOCK_N].
     a = _operand_tile(writer, matmul.operands[0], a_map,
-                      {0: ("rm[:, None]", m, _LARGEST_TILE[0]), 2: ("rk[None, :]", k, _LARGEST_TILE[2])})
+                      {0: (symbol("rm[:, None]"), m, _LARGEST_TILE[0]),
+                       2: (symbol("rk[None, :]"), k, _LARGEST_TILE[2])})
     b = _operand_tile(writer, matmul.operands[1], b_map,
-                      {2: ("rk[:, None]", k, _LARGEST_TILE[2]), 1: ("rn[None, :]", n, _LARGEST_TILE[1])})
+                      {2: (symbol("rk[:, None]"), k, _LARGEST_TILE[2]),
+                       1: (symbol("rn[None, :]"), n, _LARGEST_TILE[1])})
     # f32 operands multiply exactly, as torch's matmul does unless TF32 is allowed.
     precision = ", input_precision=\"ieee\"" if element == "f32" else ""
     writer.emit(f"    acc = tl.dot({a}, {b}, acc{precision})")
@@ -1184,7 +1139,7 @@ def _gemm_template(writer: _Writer, body: list[ir.Operation]) -> tuple[int, int,
 
 
 def _operand_tile(writer: _Writer, operand: ir.Value, affine_map: ir.AffineMap,
-                  dims: dict[int, tuple[str, int, int]]) -> str:
+                  dims: dict[int, tuple[Index, int, int]]) -> str:
     """Load a matmul operand's tile in the K loop: `dims` gives each loop dim it is
     indexed by as (tile index, extent, largest block); dims whose extent such a block
     might not divide are masked, with 0 (which adds nothing to the product)."""
@@ -1192,11 +1147,11 @@ def _operand_tile(writer: _Writer, operand: ir.Value, affine_map: ir.AffineMap,
         raise UnsupportedKernel("linalg.matmul", "an operand computed in the kernel")
     pointer = writer.input_pointer(operand)
     positions = [ir.AffineDimExpr(e).position for e in affine_map.results]
-    address = writer.address([f"{pointer}_stride{d}" for d in range(len(positions))],
-                             ["0"] * len(positions), [dims[p][0] for p in positions])
-    ragged = [f"({index} < {extent})" for index, extent, largest in dims.values()
+    offset = address(strides(pointer, len(positions)), [ZERO] * len(positions),
+                     [dims[p][0] for p in positions])
+    ragged = [f"({text(index)} < {extent})" for index, extent, largest in dims.values()
               if extent % largest]
-    load = f"tl.load({pointer} + {address}" + (
+    load = f"tl.load({pointer} + {text(offset)}" + (
         f", mask={' & '.join(ragged)}, other=0.0)" if ragged else ")")
     if operand in writer.narrowed:
         load += f".to({_TRITON_DTYPES[element_name(operand)]})"
@@ -1213,11 +1168,12 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     n_ivs = len(bounds)
     # One program per row, on a 1-D grid (its other axes stop at 65535 programs).
     writer.emit("row = tl.program_id(0)")
+    row = symbol("row")
     for axis, iv in enumerate(list(block.arguments)[:n_ivs]):
-        inner = _points(bounds[axis + 1:])
-        index = "row" if inner == 1 else f"(row // ({inner}))"
-        writer.program_ids[iv] = f"row{axis}"
-        writer.emit(f"row{axis} = {index} % {bounds[axis]}" if axis else f"row{axis} = {index}")
+        # The rows in row-major order; the first axis's index needs no modulo.
+        index = FloorDiv(row, points(bounds[axis + 1:]))
+        writer.program_ids[iv] = symbol(f"row{axis}")
+        writer.emit(f"row{axis} = {text(Modulo(index, bounds[axis]) if axis else index)}")
     shared = list(block.arguments)[n_ivs:]
     inits = list(forall.operands)[len(forall.operands) - len(shared):]
     destinations = dict(zip(shared, inits))
@@ -1233,7 +1189,7 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
     writer.row_shape = max(extents, key=lambda extent: (not sizes.is_static(extent),
                                                         math.prod(e for e in extent
                                                                   if isinstance(e, int))))
-    size = _points(writer.row_shape)
+    size = points(writer.row_shape)
     inserts = [o.operation for o in terminator.regions[0].blocks[0].operations]
     if any(insert.name != "tensor.parallel_insert_slice" for insert in inserts):
         raise UnsupportedKernel("scf.forall.in_parallel", "an op other than an insert")
@@ -1248,15 +1204,15 @@ def _row_kernel(writer: _Writer, forall: ir.Operation, body: list[ir.Operation])
         # feeds it chunk by chunk, then a pass that computes and stores the outputs.
         _reduction_passes(writer, ops[:-1], destinations, size, _row_reductions(tiles))
         _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
-        return (_points(bounds),)
+        return (points(bounds),)
     writer.emit("r = tl.arange(0, BLOCK)")
-    writer.emit(f"mask = r < {size}")
+    writer.emit(f"mask = r < {text(size)}")
     _row_ops(writer, ops[:-1], destinations, None)
     _store_rows(writer, inserts, destinations)
-    return (_points(bounds),)
+    return (points(bounds),)
 
 
-def _row_bounds(writer: _Writer, forall: ir.Operation) -> list[int | str]:
+def _row_bounds(writer: _Writer, forall: ir.Operation) -> list[int | sympy.Symbol]:
     """The row loop's upper bounds (its lower bounds are 0 and steps 1)."""
     lower, upper, step = ir.mixed_values(
         forall, ("staticLowerBound", "staticUpperBound", "staticStep"), 0)
@@ -1273,7 +1229,7 @@ def _row_reductions(generics: list[ir.Operation]) -> list[ir.Operation]:
 
 
 def _reduction_passes(writer: _Writer, ops: list[ir.Operation], destinations: dict,
-                      size: int | str, reductions: list[ir.Operation]) -> None:
+                      size: Extent, reductions: list[ir.Operation]) -> None:
     """A chunk loop per reduction of a looped row (or whole tensor), in order; a sum
     that an online softmax pairs with the max before it accumulates in that max's loop."""
     writer.running_maxima = online_softmax.running_maxima(reductions)
@@ -1282,7 +1238,7 @@ def _reduction_passes(writer: _Writer, ops: list[ir.Operation], destinations: di
             _looped_pass(writer, ops, destinations, size, reduction, [])
 
 
-def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, size: int | str,
+def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, size: Extent,
                  reduction: ir.Operation | None, inserts: list[ir.Operation]) -> None:
     """One loop over a row in chunks of BLOCK: the ops up to `reduction`, which it
     accumulates and reduces after the loop (with its running max, if it has one), or
@@ -1292,10 +1248,10 @@ def _looped_pass(writer: _Writer, ops: list[ir.Operation], destinations: dict, s
     writer.recomputed.clear()
     writer.registers = {v: e for v, e in writer.registers.items() if e[1] == "scalar"}
     header = len(writer.lines)
-    writer.emit(f"for start in range(0, {size}, BLOCK):")
+    writer.emit(f"for start in range(0, {text(size)}, BLOCK):")
     writer.indent = "    "
     writer.emit("r = start + tl.arange(0, BLOCK)")
-    writer.emit(f"mask = r < {size}")
+    writer.emit(f"mask = r < {text(size)}")
     maximum = writer.running_maxima.get(reduction)
     writer.accumulating = (reduction,) if maximum is None else (maximum, reduction)
     known = set(writer.registers)
@@ -1336,7 +1292,7 @@ def _row_ops(writer: _Writer, ops: list[ir.Operation], destinations: dict,
             if None in rows:
                 raise UnsupportedKernel(op.name, "an offset that is not a row index")
             (expr,) = ir.AffineMapAttr(op.attributes["map"]).value.results
-            writer.program_ids[op.results[0]] = _index_of(expr, rows)
+            writer.program_ids[op.results[0]] = from_affine(expr, rows)
         elif op.name == "tensor.extract_slice":
             _slice(writer, op, destinations)
         elif op.name == "linalg.generic":
@@ -1353,16 +1309,16 @@ def _store_rows(writer: _Writer, inserts: list[ir.Operation], destinations: dict
         _store(writer, insert.operands[0], offsets, destinations[insert.operands[1]])
 
 
-def _offsets(writer: _Writer, op: ir.Operation, first_dynamic: int) -> list[str]:
-    """The offsets of an extract_slice / parallel_insert_slice as Python expressions:
-    literals, or row indices; its strides must be 1."""
+def _offsets(writer: _Writer, op: ir.Operation, first_dynamic: int) -> list[Index]:
+    """The offsets of an extract_slice / parallel_insert_slice: literals, or row
+    indices; its strides must be 1."""
     offsets, _, strides = ir.mixed_values(
         op, ("static_offsets", "static_sizes", "static_strides"), first_dynamic)
     if any(s != 1 for s in strides):
         raise UnsupportedKernel(op.name, "strided slices are not supported yet")
     if any(not isinstance(o, int) and o not in writer.program_ids for o in offsets):
         raise UnsupportedKernel(op.name, "an offset that is not a row index")
-    return [str(o) if isinstance(o, int) else writer.program_ids[o] for o in offsets]
+    return [sympy.Integer(o) if isinstance(o, int) else writer.program_ids[o] for o in offsets]
 
 
 def _slice(writer: _Writer, op: ir.Operation, destinations: dict) -> None:
@@ -1377,7 +1333,7 @@ def _slice(writer: _Writer, op: ir.Operation, destinations: dict) -> None:
     writer.slices[op.results[0]] = _Slice(source, offsets)
 
 
-def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value) -> None:
+def _store(writer: _Writer, value: ir.Value, offsets: list[Index], init: ir.Value) -> None:
     """Store `value` into a new output buffer shaped like `init` at `offsets`. The
     kernel writes every element (pointwise: all of them; row loops: every row), so
     the buffer never starts from `init`'s contents."""
@@ -1402,12 +1358,11 @@ def _store(writer: _Writer, value: ir.Value, offsets: list[str], init: ir.Value)
     shape = sizes.shape(init)
     writer.results.append(KernelResult(shape, element_name(init)))
     pointer = f"out{len(writer.results) - 1}"
-    strides = [f"{pointer}_stride{d}" for d in range(len(shape))]
-    address = writer.address(strides, offsets, indices)
+    offset = address(strides(pointer, len(shape)), offsets, indices)
     mask = f", mask={mask}" if kind == "row" else ""
     if element_name(init) in _HALF:
         expression = f"{expression}.to({_TRITON_DTYPES[element_name(init)]})"
-    writer.emit(f"tl.store({pointer} + {address}, {expression}{mask})")
+    writer.emit(f"tl.store({pointer} + {text(offset)}, {expression}{mask})")
 
 
 def fill_constant(value: ir.Value) -> str | None:
