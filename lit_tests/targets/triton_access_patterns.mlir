@@ -90,9 +90,13 @@ module {
 // -----
 
 // A normalization over the channels of NCHW (ConvNeXt's channels-first layer norm):
-// one program per (n, h, w), its row the channels, read at stride in0_stride1.
+// one program per (n, h, w), its row the channels, read at stride in0_stride1. The
+// program id splits row-major into n, h and w (the outermost needs no modulo).
 // CHECK-LABEL: def main_kernel_1(
 // CHECK:         row = tl.program_id(0)
+// CHECK-NEXT:    row0 = (row // 16)
+// CHECK-NEXT:    row1 = ((row // 4) % 4)
+// CHECK-NEXT:    row2 = (row % 4)
 // CHECK:         tl.load(in0 + in0_stride0*row0 + in0_stride1*(r % 16) + in0_stride2*row1 + in0_stride3*row2, mask=mask)
 // CHECK:         tl.sum(
 
