@@ -14,7 +14,7 @@ from tessel.targets.triton.stores import store_results
 from tessel.targets.triton.unsupported import UnsupportedKernel
 
 
-def pointwise_kernel(writer: ReductionWriter, body: list[ir.Operation]) -> tuple[int, ...]:
+def pointwise_kernel(writer: ReductionWriter, body: list[ir.Operation]) -> tuple[int | str, ...]:
     if body[-1].name == "tkern.yield":
         ops, results = body[:-1], list(body[-1].operands)
     else:  # a generic left unwrapped (results of several types, e.g. nll_loss's

@@ -38,7 +38,7 @@ COMBINERS = {
 _WIDENEDCOMBINERS = ("arith.addf", "arith.mulf")
 
 
-def accumulator_element(reduction: ir.Operation) -> str:
+def _accumulator_element(reduction: ir.Operation) -> str:
     """The element type a reduction accumulates in: f32 for a sum or product of
     f16/bf16, else its result's."""
     element = element_name(reduction.results[0])
@@ -106,7 +106,7 @@ class ReductionWriter(KernelWriter):
             identity = "1"
         masked = self.fresh()
         prologue = as_value(self.value(others[0], names))
-        accumulated = HELD_DTYPES[accumulator_element(op)]
+        accumulated = HELD_DTYPES[_accumulator_element(op)]
         if accumulated != HELD_DTYPES[element]:
             prologue = f"{prologue}.to({accumulated})"
         self.emit(f"{masked} = tl.where(mask, {prologue}, "

@@ -30,7 +30,9 @@ from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import Slice, rank
 
 
-def row_kernel(writer: ReductionWriter, forall: ir.Operation, body: list[ir.Operation]) -> tuple[int, ...]:
+def row_kernel(writer: ReductionWriter, forall: ir.Operation,
+               body: list[ir.Operation]) -> tuple[Extent, ...]:
+    """The kernel of a row loop; returns its grid (one program per row)."""
     if any(op != forall and op.name != "tkern.yield" for op in body):
         raise UnsupportedKernel("tkern.kernel", "a row loop next to other ops")
     bounds = _row_bounds(writer, forall)
@@ -94,7 +96,7 @@ def _row_bounds(writer: ReductionWriter, forall: ir.Operation) -> list[int | sym
 
 
 def reduction_passes(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,
-                      size: Extent, reductions: list[ir.Operation]) -> None:
+                     size: Extent, reductions: list[ir.Operation]) -> None:
     """A chunk loop per reduction of a looped row (or whole tensor), in order; a sum
     that an online softmax pairs with the max before it accumulates in that max's loop."""
     writer.running_maxima = online_softmax.running_maxima(reductions)
@@ -103,8 +105,8 @@ def reduction_passes(writer: ReductionWriter, ops: list[ir.Operation], destinati
             _looped_pass(writer, ops, destinations, size, reduction, [])
 
 
-def _looped_pass(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict, size: Extent,
-                 reduction: ir.Operation | None, inserts: list[ir.Operation]) -> None:
+def _looped_pass(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,
+                 size: Extent, reduction: ir.Operation | None, inserts: list[ir.Operation]) -> None:
     """One loop over a row in chunks of BLOCK: the ops up to `reduction`, which it
     accumulates and reduces after the loop (with its running max, if it has one), or
     (None) all of them and the stores."""

@@ -8,12 +8,11 @@ from tessel import ir
 from tessel.targets.triton import sizes
 from tessel.targets.triton.dtypes import HALF, TRITON_DTYPES, as_value, element_name
 from tessel.targets.triton.indexing import ZERO, Index, address, strides, text
-from tessel.targets.triton.reductions import ReductionWriter
 from tessel.targets.triton.unsupported import UnsupportedKernel
-from tessel.targets.triton.writer import KernelResult, rank
+from tessel.targets.triton.writer import KernelResult, KernelWriter, rank
 
 
-def store(writer: ReductionWriter, value: ir.Value, offsets: list[Index], init: ir.Value) -> None:
+def store(writer: KernelWriter, value: ir.Value, offsets: list[Index], init: ir.Value) -> None:
     """Store `value` into a new output buffer shaped like `init` at `offsets`. The
     kernel writes every element (pointwise: all of them; row loops: every row), so
     the buffer never starts from `init`'s contents."""
@@ -46,7 +45,7 @@ def store(writer: ReductionWriter, value: ir.Value, offsets: list[Index], init: 
 
 
 
-def store_results(writer: ReductionWriter, results: list[ir.Value]) -> None:
+def store_results(writer: KernelWriter, results: list[ir.Value]) -> None:
     """Store each result of a whole-tensor kernel into a buffer shaped like the init
     of the op that computes it."""
     for value in results:
