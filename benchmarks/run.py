@@ -172,7 +172,7 @@ def gpu_softmax(device: str):
 
 def gpu_softmax_long_rows(device: str):
     """Rows of 131072 floats: longer than one block, so tessel loops over each row
-    (kernel_source's looped rows: a pass per reduction, then the outputs)."""
+    (row_kernel.py's looped rows: a pass per reduction, then the outputs)."""
     def fn(x):
         return torch.softmax(x, dim=-1)
     return fn, (torch.randn(512, 131072, device=device),)

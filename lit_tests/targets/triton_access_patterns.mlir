@@ -7,8 +7,8 @@
 // over [2, 4, 8, 8]: one kernel over the scores reads the arange at both points.
 // CHECK-LABEL: def main_kernel_1(
 // CHECK:         mask = r < 512
-// CHECK:         tl.load(in1 + (r % 8) * in1_stride0, mask=mask)
-// CHECK:         tl.load(in1 + ((r // (8)) % 8) * in1_stride0, mask=mask)
+// CHECK:         tl.load(in1 + in1_stride0*(r % 8), mask=mask)
+// CHECK:         tl.load(in1 + in1_stride0*((r // 8) % 8), mask=mask)
 // CHECK:         tl.where(
 
 #map = affine_map<(d0) -> (d0)>
@@ -64,7 +64,7 @@ module {
 // x.transpose(1, 2) * 2 + y: the transposed operand is read through its strides, the
 // output's fastest index on the input's dim 1; no copy.
 // CHECK-LABEL: def main_kernel_0(
-// CHECK:         tl.load(in0 + ((r // (128)) % 2) * in0_stride0 + (r % 8) * in0_stride1 + ((r // (8)) % 16) * in0_stride2, mask=mask)
+// CHECK:         tl.load(in0 + in0_stride0*((r // 128) % 2) + in0_stride1*(r % 8) + in0_stride2*((r // 8) % 16), mask=mask)
 // CHECK-NOT:     def main_kernel_1(
 
 #map = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
@@ -90,10 +90,14 @@ module {
 // -----
 
 // A normalization over the channels of NCHW (ConvNeXt's channels-first layer norm):
-// one program per (n, h, w), its row the channels, read at stride in0_stride1.
+// one program per (n, h, w), its row the channels, read at stride in0_stride1. The
+// program id splits row-major into n, h and w (the outermost needs no modulo).
 // CHECK-LABEL: def main_kernel_0(
 // CHECK:         row = tl.program_id(0)
-// CHECK:         tl.load(in0 + row0 * in0_stride0 + (r % 16) * in0_stride1 + row1 * in0_stride2 + row2 * in0_stride3, mask=mask)
+// CHECK-NEXT:    row0 = (row // 16)
+// CHECK-NEXT:    row1 = ((row // 4) % 4)
+// CHECK-NEXT:    row2 = (row % 4)
+// CHECK:         tl.load(in0 + in0_stride0*row0 + in0_stride1*(r % 16) + in0_stride2*row1 + in0_stride3*row2, mask=mask)
 // CHECK:         tl.sum(
 
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>

@@ -17,6 +17,7 @@ from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
 from tessel.signature import GraphSignature, TensorInput
 from tessel.targets.triton import cuda_graph_trees, sizes
+from tessel.targets.triton.dtypes import TORCH_DTYPES, element_name, scalar_literal
 from tessel.targets.triton.host_records import (
     Allocate,
     Bind,
@@ -27,17 +28,11 @@ from tessel.targets.triton.host_records import (
     printed,
     reusing_buffers,
 )
-from tessel.targets.triton.kernel_source import (
-    CMPI_OPERATORS,
-    CMPI_PREDICATES,
-    TORCH_DTYPES,
-    KernelSource,
-    UnsupportedKernel,
-    element_name,
-    fill_constant,
-    scalar_literal,
-)
+from tessel.targets.triton.kernel_source import KernelSource
 from tessel.targets.triton.launcher import dry_running
+from tessel.targets.triton.op_table import CMPI_OPERATORS, CMPI_PREDICATES
+from tessel.targets.triton.unsupported import UnsupportedKernel
+from tessel.targets.triton.writer import fill_constant
 
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 # Integer arithmetic on sizes at the host level, as Python (torch-mlir's view lowering

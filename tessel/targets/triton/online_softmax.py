@@ -1,7 +1,7 @@
 """Online softmax: a row's max and its sum of exp(x - max) in one pass over the row.
 
 A row longer than a block reduces in chunk loops, one per reduction, before the loop
-that stores (kernel_source._looped_pass). softmax and log_softmax (cross_entropy's)
+that stores (row_kernel._looped_pass). softmax and log_softmax (cross_entropy's)
 reduce twice: the max m of x, then the sum of exp(x - m), which needs m. Both fit one chunk
 loop when each lane keeps its own running max and rescales its running sum by
 exp(old max - new max) whenever that max grows; after the loop, each lane's sum is

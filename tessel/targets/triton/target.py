@@ -39,7 +39,6 @@ from tessel.targets.triton import (
 from tessel.targets.triton.cubin_launch import CubinKernel
 from tessel.targets.triton.cuda_graph_trees import replayed_in_tree
 from tessel.targets.triton.cuda_graphs import CudaGraphRunner
-from tessel.targets.triton.kernel_source import UnsupportedKernel
 from tessel.targets.triton.launcher import (
     KernelLauncher,
     compile_in_parallel,
@@ -49,6 +48,8 @@ from tessel.targets.triton.launcher import (
     on_device_of_inputs,
     recorded_launches,
 )
+from tessel.targets.triton.prelude import PRELUDE
+from tessel.targets.triton.unsupported import UnsupportedKernel
 
 log = logging.getLogger("tessel")
 # The function a Triton compile error's source defines: a kernel function's name.
@@ -199,7 +200,7 @@ class TritonTarget(Target):
                     "triton-codegen", str(first) + (f" (and {more} other kernels)" if more else ""),
                     nodes=frozenset().union(*(nodes for _, nodes in refused)))
             try:
-                module_source = "\n\n".join([kernel_source.PRELUDE]
+                module_source = "\n\n".join([PRELUDE]
                                             + _distinct_functions(sources))
                 host_source = host_program.generate(module, sources, signature,
                                                     stages.dump.graph_name, channels_last,

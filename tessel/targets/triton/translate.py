@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from tessel import ir
 from tessel.passes.form_kernels import is_kernel, kernel_name
 from tessel.targets.triton import host_program, kernel_source, layouts
-from tessel.targets.triton.kernel_source import KernelSource, UnsupportedKernel
+from tessel.targets.triton.kernel_source import KernelSource
+from tessel.targets.triton.prelude import PRELUDE
+from tessel.targets.triton.unsupported import UnsupportedKernel
 
 
 def generated_kernels(function: ir.Operation, channels_last: frozenset, narrowed: frozenset
@@ -37,7 +39,7 @@ def triton_source(module: ir.Module) -> str:
     functions = ir.defined_functions(module.operation)
     has_main = any(ir.StringAttr(f.attributes["sym_name"]).value == "main" for f in functions)
     narrowed = host_program.narrowed_values(module) if has_main else frozenset()
-    parts = [kernel_source.PRELUDE]
+    parts = [PRELUDE]
     for function in functions:
         channels_last = layouts.channels_last_values(function)
         for kernel, generated in generated_kernels(function, channels_last, narrowed):

@@ -1,0 +1,184 @@
+"""Reductions inside a kernel: of the whole row (or of the chunk a looped row holds) to
+one value, with tl.sum / tl.reduce and the combiner's identity on masked lanes, chunk by
+chunk into accumulators in a looped row (an online softmax rescales its sum to the
+running max), and of a small window per output point (pooling), unrolled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import sympy
+
+from tessel import ir
+from tessel.passes.fuse_tiles import MAX_POOLING_WINDOW, pooling_window
+from tessel.passes.tile_for_threads import loop_ranges
+from tessel.targets.triton import online_softmax
+from tessel.targets.triton.dtypes import HELD_DTYPES, as_value, element_name
+from tessel.targets.triton.indexing import ZERO, Index, through_map
+from tessel.targets.triton.unsupported import UnsupportedKernel
+from tessel.targets.triton.writer import LOOP_INDICES, KernelWriter, reduction_dims
+
+# Reduction combiners: (reduce call, identity by element kind, how to merge the init).
+COMBINERS = {
+    "arith.addf": ("tl.sum({x}, axis=0)", "0", "{init} + {x}"),
+    "arith.addi": ("tl.sum({x}, axis=0)", "0", "{init} + {x}"),
+    "arith.mulf": ("tl.reduce({x}, 0, _product)", "1", "{init} * {x}"),
+    "arith.maximumf": ("tl.reduce({x}, 0, _maximum)", "float('-inf')", "_maximum({init}, {x})"),
+    "arith.minimumf": ("tl.reduce({x}, 0, _minimum)", "float('inf')", "_minimum({init}, {x})"),
+    "arith.maxnumf": ("tl.max({x}, axis=0)", "float('-inf')", "tl.maximum({init}, {x})"),
+    "arith.minnumf": ("tl.min({x}, axis=0)", "float('inf')", "tl.minimum({init}, {x})"),
+    # torch.all and torch.any (masks); all bits set is -1, or True for i1.
+    "arith.andi": ("tl.reduce({x}, 0, _bitwise_and)", "-1", "{init} & {x}"),
+    "arith.ori": ("tl.reduce({x}, 0, _bitwise_or)", "0", "{init} | {x}"),
+}
+# Sums and products of f16/bf16 round at every step: they accumulate in f32, as eager's
+# reductions do (opmath), and round once. Max and min are exact in any type.
+_WIDENEDCOMBINERS = ("arith.addf", "arith.mulf")
+
+
+def _accumulator_element(reduction: ir.Operation) -> str:
+    """The element type a reduction accumulates in: f32 for a sum or product of
+    f16/bf16, else its result's."""
+    element = element_name(reduction.results[0])
+    combiner = ir.combining_op(reduction)
+    if element in ("f16", "bf16") and combiner is not None \
+            and combiner.name in _WIDENEDCOMBINERS:
+        return "f32"
+    return element
+
+
+
+
+def row_reductions(generics: list[ir.Operation]) -> list[ir.Operation]:
+    """The generics that reduce whole rows (pooling windows are unrolled per point)."""
+    return [op for op in generics if reduction_dims(op) and pooling_window(op) is None]
+
+
+class ReductionWriter(KernelWriter):
+    """A kernel writer that also writes the reductions of the kernel's generics."""
+
+    def generic(self, op: ir.Operation) -> None:
+        if len(op.results) and op.results[0] in self.registers \
+                and self.registers[op.results[0]][1] == "scalar":
+            return  # a looped row's reduction, computed by an earlier pass
+        window = pooling_window(op)
+        if window is not None:
+            self.window_reduction(op, self.domain(op), window)
+        elif reduction_dims(op):
+            self.walk_dims = None
+            self.reduce_row(op, *self.local_indices(self.domain(op)))
+        else:
+            self.elementwise(op)
+
+    def reduce_row(self, op: ir.Operation, indices: list[Index], kind: str) -> None:
+        """A reduction of the whole row (or of the chunk a looped row holds) to one
+        value: its prologue per lane, then the combiner across the lanes."""
+        maps = ir.indexing_maps(op)
+        block = op.regions[0].blocks[0]
+        n_inputs = len(op.operands) - len(op.results)
+        body_ops = [o.operation for o in block.operations]
+        used = {v for body_op in body_ops for v in body_op.operands}
+        names: dict = {LOOP_INDICES: (indices, kind)}
+        for argument, operand, affine_map in zip(block.arguments, op.operands[:n_inputs], maps):
+            if argument in used:  # a pooling window, say, only gives the loop its range
+                names[argument] = self.read(operand, affine_map, indices, kind)
+        if len(op.results) != 1:
+            raise UnsupportedKernel("linalg.generic", "a reduction with several results")
+        if kind != "row":
+            raise UnsupportedKernel("linalg.generic", "a reduction of part of a row")
+        out_argument = block.arguments[n_inputs]
+        combiner = ir.combining_op(op)
+        if combiner is None or combiner.name not in COMBINERS:
+            raise UnsupportedKernel("linalg.generic", "a reduction whose combiner is "
+                                    f"{combiner.name if combiner else 'a block argument'}")
+        others = [v for v in combiner.operands if v != out_argument]
+        if len(others) != 1 or combiner != body_ops[-2]:
+            raise UnsupportedKernel(combiner.name, "the reduction's init is not one operand")
+        for body_op in body_ops[:-2]:
+            self.body_op(body_op, names)
+        if any(out_argument == v for body_op in body_ops[:-2] for v in body_op.operands):
+            raise UnsupportedKernel("linalg.generic", "the reduction reads its init twice")
+        _, identity, merge = COMBINERS[combiner.name]
+        element = element_name(op.results[0])
+        if element == "i1" and identity == "-1":
+            identity = "1"
+        masked = self.fresh()
+        prologue = as_value(self.value(others[0], names))
+        accumulated = HELD_DTYPES[_accumulator_element(op)]
+        if accumulated != HELD_DTYPES[element]:
+            prologue = f"{prologue}.to({accumulated})"
+        self.emit(f"{masked} = tl.where(mask, {prologue}, "
+                  f"tl.full([BLOCK], {identity}, {accumulated}))")
+        if op in self.accumulating:
+            # A looped row: combine chunk by chunk; _looped_pass reduces after the loop.
+            self.accumulate(op, masked, merge, f"tl.full([BLOCK], {identity}, {accumulated})")
+            return
+        self.finish_reduction(op, masked)
+
+    def accumulate(self, op: ir.Operation, masked: str, merge: str, initial: str) -> None:
+        """Merge a chunk's `masked` values into `op`'s accumulator, lane by lane. A sum
+        with a running max (online softmax) first rescales what it has to that max's
+        new value; its summands, exp(x - lanes' max), are 0 where a lane has seen only
+        -inf."""
+        accumulator = self.fresh("acc")
+        self.accumulators[op] = (accumulator, initial)
+        if op in self.running_maxima.values():
+            before = self.fresh("max")
+            self.emit(f"{before} = {accumulator}")
+            self.running[op.results[0]] = (accumulator, before)
+        elif op in self.running_maxima:
+            lanes, before = self.running[self.running_maxima[op].results[0]]
+            masked = f"tl.where({lanes} == float('-inf'), 0.0, {masked})"
+            self.emit(f"{accumulator} = {accumulator} * "
+                      f"{online_softmax.rescale(before, lanes)} + {masked}")
+            return
+        self.emit(f"{accumulator} = {merge.format(init=accumulator, x=masked)}")
+
+    def finish_reduction(self, op: ir.Operation, row: str) -> None:
+        """The reduction `op` of the vector `row` (masked with its identity), merged with
+        its init: a scalar register."""
+        reduce_call, _, merge = COMBINERS[ir.combining_op(op).name]
+        reduced = self.fresh()
+        self.emit(f"{reduced} = {reduce_call.format(x=row)}")
+        n_inputs = len(op.operands) - 1
+        init, _ = self.read(op.operands[n_inputs], ir.indexing_maps(op)[n_inputs],
+                                    [ZERO] * len(loop_ranges(op)), "scalar")
+        result = self.fresh()
+        # A half sum stays in its f32 accumulator, rounded once where it is stored.
+        self.emit(f"{result} = {merge.format(init=init, x=reduced)}")
+        self.registers[op.results[0]] = (result, "scalar")
+
+    def window_reduction(self, op: ir.Operation, domain: list[int | sympy.Symbol],
+                         reductions: list[int]) -> None:
+        """A reduction over a small window per output point (pooling): unrolled, one
+        step per window position, the body applied as written (any combiner)."""
+        if not all(isinstance(domain[d], int) for d in reductions):
+            raise UnsupportedKernel("linalg.generic", "a reduction window of dynamic size")
+        window = [range(domain[d]) for d in reductions]
+        if math.prod(len(w) for w in window) > MAX_POOLING_WINDOW or len(op.results) != 1:
+            raise UnsupportedKernel("linalg.generic", f"a reduction window of "
+                                    f"{[len(w) for w in window]} per point")
+        maps = ir.indexing_maps(op)
+        block = op.regions[0].blocks[0]
+        n_inputs = len(op.operands) - 1
+        indices, kind = self.result_indices(domain, maps[n_inputs])
+        body_ops = [o.operation for o in block.operations]
+        used = {v for body_op in body_ops for v in body_op.operands}
+        accumulator = self.read(op.operands[n_inputs], maps[n_inputs], indices, kind,
+                                frozenset(reductions))
+        for position in itertools.product(*window):
+            at = list(indices)
+            for d, index in zip(reductions, position):
+                at[d] = sympy.Integer(index)
+            names = {block.arguments[n_inputs]: accumulator, LOOP_INDICES: (at, kind)}
+            for argument, operand, affine_map in zip(block.arguments, op.operands, maps):
+                if argument in used and argument not in names:
+                    names[argument] = self.read(operand, affine_map, at, kind)
+            for body_op in body_ops[:-1]:
+                self.body_op(body_op, names)
+            accumulator = self.value(body_ops[-1].operands[0], names)
+        self.registers[op.results[0]] = (as_value(accumulator), kind)
+        self.points[op.results[0]] = through_map(maps[n_inputs], indices)
+

@@ -1,0 +1,200 @@
+"""Row kernels: an scf.forall with one program per row, whose body works on 1 x row
+tiles (element-wise generics, reductions of the whole row to one value, and a
+parallel_insert_slice per result). A row that fits one block stays in registers, so a
+reduction's prologue, the reduction and its epilogue are one pass over memory; a longer
+(or dynamic) row is walked in chunks of BLOCK, one loop per reduction, then one that
+computes and stores the outputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import sympy
+
+from tessel import ir
+from tessel.targets.triton import online_softmax, sizes
+from tessel.targets.triton.indexing import (
+    Extent,
+    FloorDiv,
+    Index,
+    Modulo,
+    from_affine,
+    points,
+    symbol,
+    text,
+)
+from tessel.targets.triton.reductions import ReductionWriter, row_reductions
+from tessel.targets.triton.stores import store
+from tessel.targets.triton.unsupported import UnsupportedKernel
+from tessel.targets.triton.writer import Slice, rank
+
+
+def row_kernel(writer: ReductionWriter, forall: ir.Operation,
+               body: list[ir.Operation]) -> tuple[Extent, ...]:
+    """The kernel of a row loop; returns its grid (one program per row)."""
+    if any(op != forall and op.name != "tkern.yield" for op in body):
+        raise UnsupportedKernel("tkern.kernel", "a row loop next to other ops")
+    bounds = _row_bounds(writer, forall)
+    block = forall.regions[0].blocks[0]
+    n_ivs = len(bounds)
+    # One program per row, on a 1-D grid (its other axes stop at 65535 programs).
+    writer.emit("row = tl.program_id(0)")
+    row = symbol("row")
+    for axis, iv in enumerate(list(block.arguments)[:n_ivs]):
+        # The rows in row-major order; the first axis's index needs no modulo.
+        index = FloorDiv(row, points(bounds[axis + 1:]))
+        writer.program_ids[iv] = symbol(f"row{axis}")
+        writer.emit(f"row{axis} = {text(Modulo(index, bounds[axis]) if axis else index)}")
+    shared = list(block.arguments)[n_ivs:]
+    inits = list(forall.operands)[len(forall.operands) - len(shared):]
+    destinations = dict(zip(shared, inits))
+    ops = [op.operation for op in block.operations]
+    terminator = ops[-1]
+    tiles = [op for op in ops[:-1] if op.name == "linalg.generic"]
+    if not tiles:
+        raise UnsupportedKernel("scf.forall", "a row loop without linalg.generic ops")
+    # The widest reduction of whole rows sets the row, else the widest tile (a dynamic
+    # one is the widest). Wider element-wise tiles (a layer norm over channels that a
+    # mean over tokens reads, window by window) are computed at their readers' points.
+    extents = [writer.row_extent(op) for op in row_reductions(tiles) or tiles]
+    writer.row_shape = max(extents, key=lambda extent: (not sizes.is_static(extent),
+                                                        math.prod(e for e in extent
+                                                                  if isinstance(e, int))))
+    size = points(writer.row_shape)
+    inserts = [o.operation for o in terminator.regions[0].blocks[0].operations]
+    if any(insert.name != "tensor.parallel_insert_slice" for insert in inserts):
+        raise UnsupportedKernel("scf.forall.in_parallel", "an op other than an insert")
+    # Output buffers in the order of the loop's results (the host binds them so), not
+    # in the order the terminator happens to insert them.
+    position = {argument: index for index, argument in enumerate(shared)}
+    inserts.sort(key=lambda insert: position[insert.operands[1]])
+    if [position[insert.operands[1]] for insert in inserts] != list(range(len(shared))):
+        raise UnsupportedKernel("scf.forall", "a loop result written by no insert, or by two")
+    if not isinstance(size, int) or size > writer.block:
+        # A looped row: one pass over the row per reduction, each recomputing what
+        # feeds it chunk by chunk, then a pass that computes and stores the outputs.
+        reduction_passes(writer, ops[:-1], destinations, size, row_reductions(tiles))
+        _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
+        return (points(bounds),)
+    writer.emit("r = tl.arange(0, BLOCK)")
+    writer.emit(f"mask = r < {text(size)}")
+    _row_ops(writer, ops[:-1], destinations, None)
+    _store_rows(writer, inserts, destinations)
+    return (points(bounds),)
+
+
+def _row_bounds(writer: ReductionWriter, forall: ir.Operation) -> list[int | sympy.Symbol]:
+    """The row loop's upper bounds (its lower bounds are 0 and steps 1)."""
+    lower, upper, step = ir.mixed_values(
+        forall, ("staticLowerBound", "staticUpperBound", "staticStep"), 0)
+    for attribute, bounds, start in (("lower bound", lower, 0), ("step", step, 1)):
+        if any(b != start for b in bounds):
+            raise UnsupportedKernel("scf.forall", f"a row loop whose {attribute} is not {start}")
+    return [bound if isinstance(bound, int) else writer.size(sizes.index_root(bound))
+            for bound in upper]
+
+
+def reduction_passes(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,
+                     size: Extent, reductions: list[ir.Operation]) -> None:
+    """A chunk loop per reduction of a looped row (or whole tensor), in order; a sum
+    that an online softmax pairs with the max before it accumulates in that max's loop."""
+    writer.running_maxima = online_softmax.running_maxima(reductions)
+    for reduction in reductions:
+        if reduction not in writer.running_maxima.values():
+            _looped_pass(writer, ops, destinations, size, reduction, [])
+
+
+def _looped_pass(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,
+                 size: Extent, reduction: ir.Operation | None, inserts: list[ir.Operation]) -> None:
+    """One loop over a row in chunks of BLOCK: the ops up to `reduction`, which it
+    accumulates and reduces after the loop (with its running max, if it has one), or
+    (None) all of them and the stores."""
+    # Loads, recomputed values and row values of an earlier chunk loop are out of scope.
+    writer.loads.clear()
+    writer.recomputed.clear()
+    writer.registers = {v: e for v, e in writer.registers.items() if e[1] == "scalar"}
+    maximum = writer.running_maxima.get(reduction)
+    writer.accumulating = (reduction,) if maximum is None else (maximum, reduction)
+    known = set(writer.registers)
+    with writer.section() as loop:
+        writer.emit("r = start + tl.arange(0, BLOCK)")
+        writer.emit(f"mask = r < {text(size)}")
+        _row_ops(writer, ops, destinations, reduction)
+        _store_rows(writer, inserts, destinations)
+    writer.accumulating = ()
+    for accumulator, initial in writer.accumulators.values():
+        writer.emit(f"{accumulator} = {initial}")
+    writer.emit(f"for start in range(0, {text(size)}, BLOCK):")
+    writer.place(loop)
+    if reduction is None:
+        return
+    writer.loads.clear()
+    writer.recomputed.clear()
+    accumulator, _ = writer.accumulators.pop(reduction)
+    if maximum is not None:  # each lane's sum, rescaled to the row's max
+        lanes, _ = writer.running.pop(maximum.results[0])
+        writer.finish_reduction(maximum, lanes)
+        row_max, _ = writer.registers[maximum.results[0]]
+        rescaled = writer.fresh()
+        writer.emit(f"{rescaled} = {accumulator} * {online_softmax.rescale(lanes, row_max)}")
+        accumulator = rescaled
+    writer.finish_reduction(reduction, accumulator)
+    writer.accumulators.clear()
+    # Of what this pass computed, later passes see only its reductions: a value of one
+    # point (a generic of one point, marked scalar) is a variable of the chunk loop, and
+    # one computed from the lanes' running max is not the row's. They recompute them.
+    finished = {op.results[0] for op in (maximum, reduction) if op is not None}
+    writer.registers = {value: register for value, register in writer.registers.items()
+                        if value in known or value in finished}
+
+
+def _row_ops(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,
+             last: ir.Operation | None) -> None:
+    """The ops of a row loop's body, up to `last` (None: all of them)."""
+    for op in ops:
+        if op.name == "affine.apply":
+            # A producer's tile offset (a strided consumer reads rows * stride).
+            rows = [writer.program_ids.get(v) for v in op.operands]
+            if None in rows:
+                raise UnsupportedKernel(op.name, "an offset that is not a row index")
+            (expr,) = ir.AffineMapAttr(op.attributes["map"]).value.results
+            writer.program_ids[op.results[0]] = from_affine(expr, rows)
+        elif op.name == "tensor.extract_slice":
+            _slice(writer, op, destinations)
+        elif op.name == "linalg.generic":
+            writer.generic(op)
+        else:
+            raise UnsupportedKernel(op.name, "in a row loop")
+        if last is not None and op == last:
+            return
+
+
+def _store_rows(writer: ReductionWriter, inserts: list[ir.Operation], destinations: dict) -> None:
+    for insert in inserts:
+        offsets = _offsets(writer, insert, first_dynamic=2)
+        store(writer, insert.operands[0], offsets, destinations[insert.operands[1]])
+
+
+def _offsets(writer: ReductionWriter, op: ir.Operation, first_dynamic: int) -> list[Index]:
+    """The offsets of an extract_slice / parallel_insert_slice: literals, or row
+    indices; its strides must be 1."""
+    offsets, _, strides = ir.mixed_values(
+        op, ("static_offsets", "static_sizes", "static_strides"), first_dynamic)
+    if any(s != 1 for s in strides):
+        raise UnsupportedKernel(op.name, "strided slices are not supported yet")
+    if any(not isinstance(o, int) and o not in writer.program_ids for o in offsets):
+        raise UnsupportedKernel(op.name, "an offset that is not a row index")
+    return [sympy.Integer(o) if isinstance(o, int) else writer.program_ids[o] for o in offsets]
+
+
+def _slice(writer: ReductionWriter, op: ir.Operation, destinations: dict) -> None:
+    source = op.operands[0]
+    if rank(source) != rank(op.results[0]):
+        raise UnsupportedKernel(op.name, "rank-reducing slices are not supported yet")
+    offsets = _offsets(writer, op, first_dynamic=1)
+    if source in destinations:
+        source = destinations[source]  # a tile of an output: its initial contents
+    elif source in writer.slices or source in writer.registers:
+        raise UnsupportedKernel(op.name, "a slice of a tile")
+    writer.slices[op.results[0]] = Slice(source, offsets)
