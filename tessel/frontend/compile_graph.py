@@ -38,6 +38,7 @@ from tessel.frontend.native_ops import native_ops_in, native_reason
 from tessel.frontend.partition import MAX_ROUNDS, split_around, target_names
 from tessel.frontend.permuted_inputs import permuting_inputs
 from tessel.frontend.signature import GraphSignature, UnsupportedGraph, prepare_graph
+from tessel.frontend.traced_outputs import as_traced
 from tessel.options import Options
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, get_target
@@ -399,6 +400,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     reasons: list[str] = []
     try:
         graph_name, compiled = _compile_or_split(gm, options, kind, reasons)
+        if compiled is not gm:
+            compiled = as_traced(compiled, gm, graph_name, options.fallback)
     except Exception as error:  # a compiler bug must not break the program
         if not options.fallback:
             raise
