@@ -233,3 +233,41 @@ def test_a_grouped_convolution_backward_compiles(channels, filters, groups, stri
     expected = torch.autograd.grad(fn(x), wanted)
     torch.testing.assert_close(grads, expected, rtol=1e-4, atol=1e-4)
     assert assert_compiled()["backward_graphs_compiled"] >= 1
+
+
+@pytest.mark.parametrize("norm", [
+    lambda: torch.nn.BatchNorm2d(8), lambda: torch.nn.GroupNorm(2, 8),
+    lambda: torch.nn.LayerNorm([8, 6, 6])], ids=["batch", "group", "layer"])
+@pytest.mark.parametrize("eager_role", ["forward", "backward"])
+def test_a_cpu_autocast_norm_runs_eagerly_beside_compiled_code(norm, eager_role, monkeypatch):
+    """Under CPU autocast a norm of a bf16 input with float32 weights runs PyTorch's
+    mixed-dtype kernels, whose statistics are float32 where the traced graphs say bf16:
+    with one of the step's graphs run eagerly (its compiler fails) and the other
+    compiled, the step raised, or handed the statistics on in the wrong dtype."""
+    from tessel.frontend import compile_graph
+
+    real_native_ops_in = compile_graph.native_ops_in
+
+    def raising_for(gm):
+        backward = any(n.op == "placeholder" and n.name.startswith("tangents")
+                       for n in gm.graph.nodes)
+        if backward == (eager_role == "backward"):
+            raise RuntimeError(f"an injected {eager_role} compiler failure")
+        return real_native_ops_in(gm)
+
+    monkeypatch.setattr(compile_graph, "native_ops_in", raising_for)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), norm(), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(8 * 36, 4))
+    reference = copy.deepcopy(model)
+    x = torch.randn(4, 3, 6, 6)
+
+    def loss_of(net):
+        with torch.autocast("cpu", torch.bfloat16):
+            return net(x).float().square().mean()
+    with pytest.warns(UserWarning, match=f"injected {eager_role} compiler failure"):
+        torch.compile(loss_of, backend="mlir")(model).backward()
+    loss_of(reference).backward()
+    for actual, expected in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(actual.grad, expected.grad, rtol=2e-2, atol=2e-2)
+    counters = tessel.stats()
+    assert counters["graphs_compiled"] == 1 and counters["graphs_fallback"] == 1, counters

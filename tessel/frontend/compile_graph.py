@@ -28,6 +28,7 @@ from tessel.dump import GraphDump
 from tessel.errors import TesselError
 from tessel.frontend import graph_cache
 from tessel.frontend.collectives import communicates
+from tessel.frontend.cpu_norm_statistics import call_mixed_cpu_norms_as_kernels_take_them
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.empty_values import allocate_empty_values
@@ -398,6 +399,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     backward graph at its first backward call, where nothing else would stop it before
     the user's `loss.backward()`."""
     reasons: list[str] = []
+    gm = call_mixed_cpu_norms_as_kernels_take_them(gm)
     try:
         graph_name, compiled = _compile_or_split(gm, options, kind, reasons)
         if compiled is not gm:
