@@ -271,3 +271,29 @@ def test_a_cpu_autocast_norm_runs_eagerly_beside_compiled_code(norm, eager_role,
         torch.testing.assert_close(actual.grad, expected.grad, rtol=2e-2, atol=2e-2)
     counters = tessel.stats()
     assert counters["graphs_compiled"] == 1 and counters["graphs_fallback"] == 1, counters
+
+
+def test_adam_updates_a_parameter_and_its_averages_in_one_kernel():
+    """Adam's step returns both averages it updates and reads them again for the
+    parameter's update: fused (passes/fuse_returned_producers.py), the step compiles
+    into two kernels per parameter (its step count's, and one for the rest) instead of
+    four, and updates as eager does."""
+    shapes = [(16, 8), (8,), (4, 4, 4), (3,)]
+
+    def parameters():
+        torch.manual_seed(0)
+        made = [torch.nn.Parameter(torch.randn(shape)) for shape in shapes]
+        for p in made:
+            p.grad = torch.randn_like(p)
+        return made
+    compiled_params, eager_params = parameters(), parameters()
+    compiled_step = torch.compile(torch.optim.Adam(compiled_params, foreach=True).step,
+                                  backend="mlir")
+    eager_step = torch.optim.Adam(eager_params, foreach=True).step
+    for _ in range(3):
+        compiled_step()
+        eager_step()
+    for actual, expected in zip(compiled_params, eager_params):
+        torch.testing.assert_close(actual, expected)
+    counters = assert_compiled()
+    assert counters["kernels"] == 2 * len(shapes), counters
