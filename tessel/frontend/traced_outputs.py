@@ -107,7 +107,7 @@ def as_traced(compiled: Callable, gm: torch.fx.GraphModule, graph_name: str,
         return results
 
     def call(*args):
-        return (running or first_call)(*args)
+        return (first_call if running is None else running)(*args)
     return call
 
 
