@@ -41,6 +41,11 @@ def _unread(producer: ir.Operation) -> None:
             owner.operands[use.operand_number] = init
 
 
+def _only_returned(value: ir.Value) -> bool:
+    return all(getattr(ir.operation_of(use.owner), "name", None) == "func.return"
+               for use in value.uses)
+
+
 def _fusable(producer: ir.Operation):
     """(consumer, operand index) where `producer` fuses into its one element-wise reader,
     its other users all returning its result; else None."""
@@ -63,6 +68,8 @@ def _fusable(producer: ir.Operation):
     consumer, operand = readers[0]
     if consumer is None or not _elementwise(consumer) or consumer.parent != producer.parent:
         return None
+    if not all(_only_returned(result) for result in consumer.results):
+        return None  # a reader that feeds further work: kept for the row fusion after
     inputs = len(consumer.operands) - len(consumer.results)
     maps = ir.indexing_maps(consumer)
     if operand >= inputs or not ir.is_identity_map(maps[operand]) or (
@@ -147,12 +154,14 @@ class FuseReturnedProducersPass(ModulePass):
 
     Upstream element-wise fusion only fuses producers of one use. An optimizer step
     returns every state it updates (Adam's averages, SGD's momentum) and reads it again
-    for the parameter's update: each state's update was its own loop nest (a kernel
+    for the parameter's update, which it returns too: each state's update was its own loop nest (a kernel
     launch on the GPU), its result written to memory and read back by the parameter's.
     Fused, one loop nest writes both (Adam: 4 kernels per parameter -> 2). The producer
     must compute its values at its points alone (no read of its init, identity result
     map) and the reader read them there (identity map, same loops): nothing computes
-    twice.
+    twice. Only a reader whose results are only returned takes its producers: one that
+    feeds further work stays one result for the row fusion after (fuse-tiles fuses
+    producers of one result).
     """
 
     name: ClassVar[str] = "fuse-returned-producers"
@@ -160,14 +169,20 @@ class FuseReturnedProducersPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         with module.context, ir.Location.unknown():
             for function in ir.defined_functions(module):
-                groups: dict[ir.Operation, dict[int, ir.Operation]] = {}
+                # Lists compared by ==: the bindings hand out a new Python object per
+                # lookup of an op, and equal ones need not hash alike.
+                groups: list[tuple[ir.Operation, dict[int, ir.Operation]]] = []
                 for op in function.regions[0].blocks[0].operations:
                     found = _fusable(op.operation)
-                    if found is not None:
-                        consumer, operand = found
-                        groups.setdefault(consumer, {})[operand] = op.operation
+                    if found is None:
+                        continue
+                    consumer, operand = found
+                    group = next((g for c, g in groups if c == consumer), None)
+                    if group is None:
+                        groups.append((consumer, group := {}))
+                    group[operand] = op.operation
                 # A consumer that is itself a producer here fuses in a later run of the pass.
-                producers = {p for group in groups.values() for p in group.values()}
-                for consumer, group in groups.items():
-                    if consumer not in producers:
-                        _fuse(consumer, group)
+                producers = [p for _, group in groups for p in group.values()]
+                ready = [(c, group) for c, group in groups if c not in producers]
+                for consumer, group in ready:
+                    _fuse(consumer, group)
