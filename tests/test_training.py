@@ -210,3 +210,90 @@ def test_the_backward_of_a_pad_crops_with_negative_amounts(device):
     (expected,) = torch.autograd.grad(fn(x), x)
     torch.testing.assert_close(grad, expected)
     assert assert_compiled()["backward_graphs_compiled"] >= 1
+
+
+@pytest.mark.parametrize("channels, filters, groups, stride, dilation", [
+    (8, 8, 8, 2, 1),    # depthwise, strided (MobileNet's, EfficientNet's downsampling)
+    (8, 16, 8, 1, 1),   # two filters per channel
+    (4, 8, 2, 3, 2),    # groups of two channels, strided and dilated
+])
+def test_a_grouped_convolution_backward_compiles(channels, filters, groups, stride, dilation,
+                                                 device):
+    """A grouped convolution's backward (torch-mlir's own lowering failed) compiles, and
+    the gradients of the input, the weight and the bias are eager's."""
+    conv = torch.nn.Conv2d(channels, filters, 3, stride=stride, padding=1, dilation=dilation,
+                           groups=groups).to(device)
+    x = torch.randn(2, channels, 11, 11, device=device, requires_grad=True)
+
+    def fn(x):
+        return (conv(x) ** 2).sum()
+    compiled = torch.compile(fn, backend="mlir", options={"fallback": False})
+    wanted = (x, conv.weight, conv.bias)
+    grads = torch.autograd.grad(compiled(x), wanted)
+    expected = torch.autograd.grad(fn(x), wanted)
+    torch.testing.assert_close(grads, expected, rtol=1e-4, atol=1e-4)
+    assert assert_compiled()["backward_graphs_compiled"] >= 1
+
+
+@pytest.mark.parametrize("norm", [
+    lambda: torch.nn.BatchNorm2d(8), lambda: torch.nn.GroupNorm(2, 8),
+    lambda: torch.nn.LayerNorm([8, 6, 6])], ids=["batch", "group", "layer"])
+@pytest.mark.parametrize("eager_role", ["forward", "backward"])
+def test_a_cpu_autocast_norm_runs_eagerly_beside_compiled_code(norm, eager_role, monkeypatch):
+    """Under CPU autocast a norm of a bf16 input with float32 weights runs PyTorch's
+    mixed-dtype kernels, whose statistics are float32 where the traced graphs say bf16:
+    with one of the step's graphs run eagerly (its compiler fails) and the other
+    compiled, the step raised, or handed the statistics on in the wrong dtype."""
+    from tessel.frontend import compile_graph
+
+    real_native_ops_in = compile_graph.native_ops_in
+
+    def raising_for(gm):
+        backward = any(n.op == "placeholder" and n.name.startswith("tangents")
+                       for n in gm.graph.nodes)
+        if backward == (eager_role == "backward"):
+            raise RuntimeError(f"an injected {eager_role} compiler failure")
+        return real_native_ops_in(gm)
+
+    monkeypatch.setattr(compile_graph, "native_ops_in", raising_for)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), norm(), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(8 * 36, 4))
+    reference = copy.deepcopy(model)
+    x = torch.randn(4, 3, 6, 6)
+
+    def loss_of(net):
+        with torch.autocast("cpu", torch.bfloat16):
+            return net(x).float().square().mean()
+    with pytest.warns(UserWarning, match=f"injected {eager_role} compiler failure"):
+        torch.compile(loss_of, backend="mlir")(model).backward()
+    loss_of(reference).backward()
+    for actual, expected in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(actual.grad, expected.grad, rtol=2e-2, atol=2e-2)
+    counters = tessel.stats()
+    assert counters["graphs_compiled"] == 1 and counters["graphs_fallback"] == 1, counters
+
+
+def test_adam_updates_a_parameter_and_its_averages_in_one_kernel():
+    """Adam's step returns both averages it updates and reads them again for the
+    parameter's update: fused (passes/fuse_returned_producers.py), the step compiles
+    into two kernels per parameter (its step count's, and one for the rest) instead of
+    four, and updates as eager does."""
+    shapes = [(16, 8), (8,), (4, 4, 4), (3,)]
+
+    def parameters():
+        torch.manual_seed(0)
+        made = [torch.nn.Parameter(torch.randn(shape)) for shape in shapes]
+        for p in made:
+            p.grad = torch.randn_like(p)
+        return made
+    compiled_params, eager_params = parameters(), parameters()
+    compiled_step = torch.compile(torch.optim.Adam(compiled_params, foreach=True).step,
+                                  backend="mlir")
+    eager_step = torch.optim.Adam(eager_params, foreach=True).step
+    for _ in range(3):
+        compiled_step()
+        eager_step()
+    for actual, expected in zip(compiled_params, eager_params):
+        torch.testing.assert_close(actual, expected)
+    counters = assert_compiled()
+    assert counters["kernels"] == 2 * len(shapes), counters

@@ -25,6 +25,7 @@ from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
 from tessel.errors import TesselError
 from tessel.frontend.collectives import communicates
+from tessel.frontend.cpu_norm_statistics import call_mixed_cpu_norms_as_kernels_take_them
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
 from tessel.frontend.eager_comparison import checked_against_eager
@@ -45,6 +46,7 @@ from tessel.frontend.permuted_inputs import permuting_inputs
 from tessel.frontend.prepare_graph import UnsupportedGraph, prepare_graph
 from tessel.frontend.run_time import checking_indices, replayed
 from tessel.frontend.split_graph import split_graph
+from tessel.frontend.traced_outputs import as_traced
 from tessel.frontend.traced_facts import (
     computing_device,
     input_values,
@@ -71,8 +73,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     the user's `loss.backward()`. `memo` takes what a later process needs to skip
     aot_autograd for this graph (inference_cache.py)."""
     reasons: list[str] = []
+    gm = call_mixed_cpu_norms_as_kernels_take_them(gm)
     try:
         graph_name, compiled = _compile_or_split(gm, options, kind, reasons, memo)
+        if compiled is not gm:
+            compiled = as_traced(compiled, gm, graph_name, options.fallback)
     except Exception as error:  # a compiler bug must not break the program
         if not options.fallback:
             raise

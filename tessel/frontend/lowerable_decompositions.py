@@ -700,6 +700,58 @@ def nonzero_static(x, *, size, fill_value=-1):
     return aten.index_put(padded, [rows], coordinates)[:size]
 
 
+def grouped_convolution_backward(grad_output, x, weight, bias_sizes, stride, padding,
+                                 dilation, transposed, output_padding, groups, output_mask):
+    """The backward of a grouped 2-D convolution (depthwise ones: MobileNets,
+    EfficientNets, ConvNeXts) as grouped forward convolutions, which torch-mlir lowers
+    (its lowering of a grouped convolution_backward, and of a transposed depthwise
+    convolution, builds an ill-ranked tensor.collapse_shape).
+
+    The input's gradient: the output's gradient with stride - 1 zeros inserted between
+    its elements, padded by the kernel's reach less the padding (plus what the stride
+    left off at the end), convolved at the dilation by the weight flipped in space with
+    its channels exchanged within each group. The weight's gradient: the input convolved
+    by the output's gradient with stride and dilation exchanged, grouped so that each
+    group of filters reads its own group's inputs: the input as (C/G, G*N, H, W) by the
+    gradient as (G*F, N, HO, WO) gives (C/G, G*F, KH', KW'), cropped to the kernel."""
+    if transposed or groups == 1 or x.dim() != 4:
+        return NotImplemented
+    n, channels, height, width = x.shape
+    filters, group_channels, kernel_h, kernel_w = weight.shape
+    out_h, out_w = grad_output.shape[2:]
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        spread = grad_output
+        if any(s > 1 for s in stride):
+            spread = aten.constant_pad_nd.default(
+                grad_output.reshape(n, filters, out_h, 1, out_w, 1),
+                [0, stride[1] - 1, 0, 0, 0, stride[0] - 1])
+            spread = spread.reshape(n, filters, out_h * stride[0], out_w * stride[1])[
+                :, :, :(out_h - 1) * stride[0] + 1, :(out_w - 1) * stride[1] + 1]
+        pads = []
+        for size, spread_size, p, d, k in reversed(list(zip(
+                (height, width), spread.shape[2:], padding, dilation, (kernel_h, kernel_w)))):
+            low = d * (k - 1) - p
+            pads += [low, size + d * (k - 1) - spread_size - low]
+        flipped = (weight.reshape(groups, filters // groups, group_channels, kernel_h, kernel_w)
+                   .transpose(1, 2).reshape(channels, filters // groups, kernel_h, kernel_w)
+                   .flip((2, 3)))
+        grad_input = aten.convolution.default(
+            aten.constant_pad_nd.default(spread, pads), flipped, None, [1, 1], [0, 0],
+            dilation, False, [0, 0], groups)
+    if output_mask[1]:
+        images = (x.reshape(n, groups, group_channels, height, width).permute(2, 1, 0, 3, 4)
+                  .reshape(group_channels, groups * n, height, width))
+        kernels = (grad_output.reshape(n, groups, filters // groups, out_h, out_w)
+                   .permute(1, 2, 0, 3, 4).reshape(filters, n, out_h, out_w))
+        full = aten.convolution.default(images, kernels, None, dilation, padding, stride,
+                                        False, [0, 0], groups)
+        grad_weight = full[:, :, :kernel_h, :kernel_w].permute(1, 0, 2, 3)
+    if output_mask[2]:
+        grad_bias = grad_output.sum((0, 2, 3))
+    return grad_input, grad_weight, grad_bias
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
@@ -759,6 +811,7 @@ def lowerable_decompositions() -> dict:
         aten.nextafter.default: nextafter,
         aten.frexp.Tensor: frexp,
         aten.nonzero_static.default: nonzero_static,
+        aten.convolution_backward.default: grouped_convolution_backward,
     })
     table.update({op: _dim_from_start(op, table.get(op)) for op in SCATTERS})
     return table

@@ -18,7 +18,7 @@ def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul") -> str:
         f"generalize-named-ops{{keep={keep}}},trim-window-inputs,"
         "outline-contractions,"
         "hoist-size-computations,"
-        "func.func(linalg-fuse-elementwise-ops),"
+        "func.func(linalg-fuse-elementwise-ops),fuse-returned-producers,"
         "inline,symbol-dce,"
         # Unit dims (keepdim reductions) would make output maps non-projections: tiling
         # cannot slice those, so they go first.

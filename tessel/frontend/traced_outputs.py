@@ -1,0 +1,127 @@
+"""Results as Dynamo traced them: a compiled graph hands back what eager `gm` would.
+
+Dynamo traces the code after a graph (the rest of the frame after a graph break, the
+next frame) on fake copies of the real tensors that graph returned. A result of the
+compiled code laid out otherwise than the FX graph's `meta["val"]` says (eager's
+layout) changes what that trace sees: a `.view()` that eager's contiguous result takes
+fails on a strided one, and Dynamo raises "RuntimeError when making fake tensor call"
+into the user's program, where no fallback of tessel's can catch it. A result of
+another dtype, shape or device is a wrong answer.
+
+So the first call of a compiled graph compares its results with the traced ones:
+results laid out otherwise are copied into eager's layout on every call; a result of
+another dtype, shape or device sends the graph to eager for good (recorded as a
+fallback, warned once). A result that shares memory with an input is left alone:
+a copy would break the aliasing eager has (an input returned, a view of one).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+
+import torch
+import torch.fx
+
+from tessel import counters
+
+log = logging.getLogger("tessel")
+
+
+def _traced_results(gm: torch.fx.GraphModule) -> list:
+    """`gm`'s results as traced (`meta["val"]`; None where a result is no node)."""
+    (results,) = next(n for n in gm.graph.nodes if n.op == "output").args
+    results = results if isinstance(results, (tuple, list)) else (results,)
+    return [r.meta.get("val") if isinstance(r, torch.fx.Node) else None for r in results]
+
+
+def _storages(tensors) -> set[int]:
+    return {t.untyped_storage().data_ptr() for t in tensors
+            if isinstance(t, torch.Tensor) and t.layout == torch.strided}
+
+
+def _differs(actual: torch.Tensor, traced: torch.Tensor) -> str | None:
+    """What makes `actual` another tensor than `traced` describes, or None."""
+    if actual.dtype != traced.dtype:
+        return f"dtype {actual.dtype}, traced {traced.dtype}"
+    if actual.device != traced.device:
+        return f"device {actual.device}, traced {traced.device}"
+    if actual.shape != traced.shape:
+        return f"shape {tuple(actual.shape)}, traced {tuple(traced.shape)}"
+    return None
+
+
+def _relaid(actual: torch.Tensor, traced: torch.Tensor) -> bool:
+    """Whether `actual` must be copied into `traced`'s layout: its strides differ where
+    they matter (dims of size 1 have any stride) and `traced` is a layout a tensor of
+    its own can have (dense and not overlapping: an expand's zero strides cannot)."""
+    if actual.numel() <= 1 or not torch._prims_common.is_non_overlapping_and_dense_or_false(
+            traced):
+        return False
+    return any(size > 1 and a != t for size, a, t in
+               zip(actual.shape, actual.stride(), traced.stride()))
+
+
+def _in_layout(tensor: torch.Tensor, stride) -> torch.Tensor:
+    return torch.empty_strided(tensor.shape, stride, dtype=tensor.dtype,
+                               device=tensor.device).copy_(tensor)
+
+
+def as_traced(compiled: Callable, gm: torch.fx.GraphModule, graph_name: str,
+              fallback: bool) -> Callable:
+    """`compiled` (called with `gm`'s inputs, unboxed), whose results match `gm`'s traced
+    ones (module docstring); with `fallback` False, a wrong result raises instead."""
+    traced = _traced_results(gm)
+    if not any(isinstance(value, torch.Tensor) for value in traced):
+        return compiled
+    running = None  # decided at the first call
+
+    def first_call(*args):
+        nonlocal running
+        results = compiled(*args)
+        listed = results if isinstance(results, (tuple, list)) else (results,)
+        inputs = _storages(args)
+        relaid: dict[int, tuple[int, ...]] = {}
+        for index, (actual, value) in enumerate(zip(listed, traced)):
+            if not isinstance(actual, torch.Tensor) or not isinstance(value, torch.Tensor):
+                continue
+            wrong = _differs(actual, value)
+            if wrong is not None:
+                message = f"result {index} has {wrong}"
+                if not fallback:
+                    raise RuntimeError(f"tessel: graph {graph_name}: {message}")
+                counters.record_fallback(f"{graph_name}: results: {message}")
+                warnings.warn(f"tessel: graph {graph_name} runs eagerly: its compiled code's "
+                              f"{message}", stacklevel=2)
+                running = gm
+                return gm(*args)
+            if _relaid(actual, value) and actual.untyped_storage().data_ptr() not in inputs:
+                relaid[index] = tuple(value.stride())
+        if relaid:
+            log.debug("tessel: graph %s: results %s copied into eager's layout",
+                      graph_name, sorted(relaid))
+            running = _copying(compiled, relaid)
+            return _laid_out(results, relaid)
+        running = compiled
+        return results
+
+    def call(*args):
+        return (first_call if running is None else running)(*args)
+    return call
+
+
+def _laid_out(results, relaid: dict[int, tuple[int, ...]]):
+    """`results` (a tuple or list, or one tensor) with those at `relaid` copied into
+    their layouts."""
+    listed = results if isinstance(results, (tuple, list)) else (results,)
+    laid = [_in_layout(r, relaid[i]) if i in relaid else r for i, r in enumerate(listed)]
+    if isinstance(results, list):
+        return laid
+    return tuple(laid) if isinstance(results, tuple) else laid[0]
+
+
+def _copying(compiled: Callable, relaid: dict[int, tuple[int, ...]]) -> Callable:
+    def copying(*args):
+        return _laid_out(compiled(*args), relaid)
+    return copying

@@ -1,0 +1,52 @@
+"""A compiled graph's results are what Dynamo traced: the code after a graph break is
+traced on them (tessel/frontend/traced_outputs.py)."""
+
+import pytest
+import torch
+from conftest import assert_compiled
+
+import tessel
+from tessel.targets.cpu.target import CpuTarget
+
+
+def _compiled_results_changed(monkeypatch, change):
+    """Every host program the CPU target compiles returns `change(result)` for each
+    2-D result."""
+    real_compile = CpuTarget.compile
+
+    def compile_changing(self, module, signature, options, stages, cache_key=None):
+        host, kernels = real_compile(self, module, signature, options, stages, None)
+
+        def changed(*inputs):
+            return tuple(change(r) if isinstance(r, torch.Tensor) and r.dim() == 2 else r
+                         for r in host(*inputs))
+        return changed, kernels
+    monkeypatch.setattr(CpuTarget, "compile", compile_changing)
+
+
+def scaled_then_viewed(x):
+    y = x * 2 + 1
+    torch._dynamo.graph_break()
+    return y.view(-1) * 3   # a view that eager's contiguous `y` takes, a transposed one not
+
+
+def test_a_result_laid_out_otherwise_is_copied_into_eager_layout(monkeypatch):
+    """A result that comes back transposed in memory would make Dynamo's trace of the
+    code after the graph break raise (a view of it) into the user's program."""
+    _compiled_results_changed(monkeypatch, lambda r: r.t().contiguous().t())
+    x = torch.randn(6, 5)
+    compiled = torch.compile(scaled_then_viewed, backend="mlir")
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), scaled_then_viewed(x))
+    assert_compiled()
+
+
+def test_a_result_of_another_dtype_runs_the_graph_eagerly(monkeypatch):
+    _compiled_results_changed(monkeypatch, lambda r: r.double())
+    x = torch.randn(6, 5)
+    compiled = torch.compile(scaled_then_viewed, backend="mlir")
+    with pytest.warns(UserWarning, match="runs eagerly.*dtype torch.float64"):
+        actual = compiled(x)
+    torch.testing.assert_close(actual, scaled_then_viewed(x))
+    torch.testing.assert_close(compiled(x), scaled_then_viewed(x))
+    assert any("results: result 0 has dtype" in r for r in tessel.stats()["fallback_reasons"])
