@@ -47,6 +47,13 @@ def test_the_points_of_a_box_are_an_int_when_static_else_an_expression():
     assert text(points([8, symbol("size1")])) == "8*size1"
 
 
+def test_a_size_times_itself_prints_as_a_product_not_a_power():
+    """sympy collects size0 * size0 into size0**2; Triton's JIT takes no integer power."""
+    size = symbol("size0")
+    assert text(points([4, size, size])) == "4*size0*size0"
+    assert text(walked([4, size, size], [2, 1, 0])[0]) == "((r // (size0*size0)) % 4)"
+
+
 def test_a_body_value_used_as_an_index_keeps_its_precedence():
     assert text(named("v3") * symbol("in0_stride0")) == "in0_stride0*v3"
     assert text(named("2*x + 1") * symbol("in0_stride0")) == "(2*x + 1)*in0_stride0"

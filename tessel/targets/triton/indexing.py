@@ -143,6 +143,14 @@ class _TritonPrinter(StrPrinter):
     def _print_Modulo(self, expr) -> str:
         return f"({self._operand(expr.args[0])} % {self._operand(expr.args[1])})"
 
+    def _print_Pow(self, expr, rational=False) -> str:
+        # size0 * size0 collects into size0**2: a product again (Triton's JIT has no
+        # integer power).
+        base, exponent = expr.args
+        if not (exponent.is_Integer and exponent > 0):
+            raise UnsupportedKernel("linalg.generic", f"an index expression {expr}")
+        return "*".join([self._operand(base)] * int(exponent))
+
 
 _PRINTER = _TritonPrinter()
 
