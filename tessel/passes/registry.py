@@ -50,6 +50,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.reciprocal_division",
     "tessel.passes.report_failed_checks",
     "tessel.passes.tile_for_threads",
+    "tessel.passes.time_kernels",
     "tessel.passes.trim_window_inputs",
     "tessel.passes.truncate_through_f32",
 )
