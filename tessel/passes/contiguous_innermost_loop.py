@@ -43,7 +43,9 @@ class ContiguousInnermostLoopPass(ModulePass):
     """
 
     name: ClassVar[str] = "contiguous-innermost-loop"
-    min_extent: int = 16
+    # Short rows (MobileNetV2's 14x14 and 7x7 maps) vectorize in part: still far better
+    # than a scalar chain over the window.
+    min_extent: int = 4
     min_terms: int = 8
 
     def run(self, module: ir.Operation) -> None:
