@@ -47,6 +47,10 @@ class Options:
     check_accuracy: bool = _option(
         False, "also run every compiled graph eagerly and compare; a mismatch warns (naming "
         "the graph, output and dump) and the eager result is returned", (bool,))
+    profile_kernels: bool = _option(
+        False, "CPU target, its default pipeline: time each kernel of every call (a profile: "
+        "tessel.targets.cpu.kernel_timer.times(); benchmarks/models/profile.py prints it)",
+        (bool,))
     compile_in_worker: bool = _option(
         True, "run pass pipelines in a separate process, so that a crash or hang in native "
         "compiler code becomes a fallback (False: in this process, for debugging)", (bool,))

@@ -52,7 +52,7 @@ def test_bad_mode_or_option_is_a_clear_error(mode, options, message):
 def test_list_options_describes_every_option():
     options = tessel.list_options()
     assert set(options) == {"fallback", "dump_dir", "target", "pipeline", "opt_level",
-                            "compile_in_worker", "check_accuracy", "mode"}
+                            "compile_in_worker", "check_accuracy", "mode", "profile_kernels"}
     for name, description in options.items():
         assert description["doc"], name
         assert "default" in description
@@ -285,3 +285,26 @@ def test_check_accuracy_names_the_first_wrong_kernel(tmp_path, monkeypatch):
     (kernel_ir,) = tmp_path.glob(f"*_inference/accuracy/{culprit.group(1)}.mlir")
     assert "tkern.kernel" in kernel_ir.read_text()
     assert f"tessel-opt {kernel_ir} -p cpu-bufferize,cpu-lower-to-llvm" in message
+
+
+def test_profile_kernels_times_each_kernel_of_every_call():
+    """Each kernel gets a label naming what it computes, and a time for every call; the
+    marks change nothing in the results."""
+    from tessel.targets.cpu import kernel_timer
+
+    def fn(x, w):
+        return torch.softmax(x @ w, dim=-1).sin() + x.sum(-1, keepdim=True)
+
+    x, w = torch.randn(32, 64), torch.randn(64, 64)
+    compiled = torch.compile(fn, backend="mlir", options={"profile_kernels": True})
+    tessel.reset_stats()
+    kernel_timer.reset()
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x, w), fn(x, w))
+    assert_compiled()
+    timed = kernel_timer.times()
+    assert len(timed) == tessel.stats()["kernels"]
+    assert all(entry.calls == 3 and entry.seconds > 0 for entry in timed)
+    labels = [entry.label for entry in timed]
+    assert "library_call gemm [mulf, addf, matmul] (32x64xf32, 64x64xf32) -> (32x64xf32)" in labels
+    assert any(label.startswith("main_kernel_") and "-> (32x64xf32)" in label for label in labels)

@@ -83,7 +83,9 @@ class Row(dict):
 
 
 def environment(device: str) -> dict:
-    env = {"cpu": f"{cpu_model()}, {os.cpu_count()} cores", "python": platform.python_version()}
+    env = {"cpu": f"{cpu_model()}, {os.cpu_count()} cores", "python": platform.python_version(),
+           # Other work on the machine slows every backend's timed calls: say how much.
+           "load_average": round(os.getloadavg()[0], 2)}
     for name in VERSIONS:
         env[name] = package_version(name)
     if env["torch-mlir"] == "not installed" and importlib.util.find_spec("torch_mlir"):

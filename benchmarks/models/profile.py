@@ -2,34 +2,54 @@
 compiled backend, in one process, the GPU kernels (or CPU ops) that take the most time.
 
     python -m benchmarks.models.profile hf_segformer hf_whisper --device cuda
+    python -m benchmarks.models.profile hf_mobilenet_v2 --device cpu --threads 2
 
-prints, per model and backend, the device time of a call, its kernel launches and the
-kernels that take most of it, so that a slow model's loss is named (a kernel family,
-launches, eager pieces between compiled graphs) before it is worked on.
+prints, per model and backend, the time of a call, its kernel launches and the kernels
+that take most of it, so that a slow model's loss is named (a kernel family, launches,
+eager pieces between compiled graphs) before it is worked on. On the CPU, Inductor's
+C++ kernels appear by name (its `cpp.enable_kernel_profile`), and tessel's JIT-compiled
+kernels, which torch.profiler cannot see, are timed by tessel itself
+(`profile_kernels`: a mark after each kernel), each with what it computes and on which
+shapes; the aten ops tessel leaves native still come from torch.profiler.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import statistics
+import time
 
 import torch
+import torch._inductor.config as inductor_config
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.models import catalog, measure
 from benchmarks.models.runner import find_spec
+from tessel.targets.cpu import kernel_timer
 
 
 def device_profile(call, device: str, calls: int) -> list:
     """The profiler's events averaged by name over `calls` calls, after a warm-up call."""
     call()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    kernel_timer.reset()
     with profile(activities=activities) as prof:
         for _ in range(calls):
             call()
         if device == "cuda":
             torch.cuda.synchronize()
     return prof.key_averages()
+
+
+def wall_ms(call, calls: int) -> float:
+    """The median wall time of a call, unprofiled (the profiler's own cost left out)."""
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
 
 
 def summary_lines(events, device: str, calls: int, top: int) -> list[str]:
@@ -39,10 +59,23 @@ def summary_lines(events, device: str, calls: int, top: int) -> list[str]:
     kernels.sort(key=lambda e: getattr(e, attribute), reverse=True)
     total = sum(getattr(e, attribute) for e in kernels) / calls / 1000
     launches = sum(e.count for e in kernels) // calls
-    lines = [f"  {total:.3f} ms a call, {launches} kernels a call"]
+    what = "kernels" if device == "cuda" else "profiled ops"
+    lines = [f"  {total:.3f} ms a call, {launches} {what} a call"]
     for event in kernels[:top]:
         share = getattr(event, attribute) / calls / 1000
         lines.append(f"    {share:8.3f} ms  x{event.count // calls:<4} {event.key[:110]}")
+    return lines
+
+
+def tessel_kernel_lines(calls: int, top: int) -> list[str]:
+    """tessel's CPU kernels by time a call (kernel_timer), the costliest first."""
+    timed = kernel_timer.times()
+    if not timed:
+        return []
+    total = sum(t.seconds for t in timed) / calls * 1e3
+    lines = [f"  tessel kernels: {total:.3f} ms a call, {len(timed)} kernels"]
+    for entry in timed[:top]:
+        lines.append(f"    {entry.seconds / calls * 1e3:8.3f} ms  {entry.graph} {entry.label[:150]}")
     return lines
 
 
@@ -54,23 +87,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dtype", choices=("bf16", "fp32"), default=None)
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads value")
     parser.add_argument("--tiny", action="store_true")
     args = parser.parse_args(argv)
-    dtype_name = args.dtype or ("bf16" if args.device == "cuda" else "fp32")
-    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cpu = args.device == "cpu"
+    inductor_config.cpp.enable_kernel_profile = cpu
+    dtype_name = args.dtype or ("fp32" if cpu else "bf16")
+    dtype = measure.DTYPES[dtype_name]
     for name in args.models:
         torch.manual_seed(0)
         built = catalog.build(find_spec(name, "forward", dtype_name), args.device, args.tiny)
         model = built.model.to(dtype)
         inputs = measure.cast_floats((built.args, built.kwargs), dtype)
         for backend in args.backends.split(","):
-            fn = model if backend == "eager" else measure.compile_fn(model, backend, "default")
+            options = {"profile_kernels": True} if backend == "mlir" and cpu else None
+            fn = (model if backend == "eager"
+                  else measure.compile_fn(model, backend, "default", options))
             torch._dynamo.reset()
+            call = functools.partial(fn, *inputs[0], **inputs[1])
             with torch.no_grad():
-                events = device_profile(functools.partial(fn, *inputs[0], **inputs[1]),
-                                        args.device, args.calls)
-            print(f"{name} {backend}:")
-            print("\n".join(summary_lines(events, args.device, args.calls, args.top)),
+                events = device_profile(call, args.device, args.calls)
+                kernels = tessel_kernel_lines(args.calls, args.top)
+                wall = wall_ms(call, args.calls) if cpu else None
+            print(f"{name} {backend}:" + (f" {wall:.3f} ms a call (median, unprofiled)"
+                                          if wall is not None else ""))
+            print("\n".join(summary_lines(events, args.device, args.calls, args.top) + kernels),
                   flush=True)
 
 

@@ -118,6 +118,9 @@ def header(rows: list[dict]) -> list[str]:
              f"- python: {distinct(rows, lambda r: r.get('env', {}).get('python'))}"]
     lines += [f"- {name}: {distinct(rows, lambda r: r.get('env', {}).get(name))}"
               for name in VERSIONS]
+    loads = [r["env"]["load_average"] for r in rows if "load_average" in r.get("env", {})]
+    if loads:
+        lines.append(f"- load average (1 min) at the rows' starts: {min(loads)} to {max(loads)}")
     lines.append(f"- dtype: {distinct(rows, lambda r: r.get('dtype'))}; tiny configs: "
                  f"{distinct(rows, lambda r: r.get('tiny'))}; tessel options: "
                  f"{distinct(rows, lambda r: json.dumps(r.get('options')))}")

@@ -238,13 +238,22 @@ def torch_mlir_table() -> dict:
 @functools.cache
 def before_autograd_table() -> dict:
     """What aot_autograd itself decomposes, before it splits forward from backward
-    (frontend/decompose.py applies the rest later): the CPU flash attention, whose
-    decomposition saves another tensor for the backward than the kernel does
-    (`flash_attention_for_cpu_backward`), so both graphs must see it."""
+    (frontend/decompose.py applies the rest later): the CPU flash attention where it is
+    differentiated, whose decomposition saves another tensor for the backward than the
+    kernel does (`flash_attention_for_cpu_backward`), so both graphs must see it. Where
+    nothing is differentiated (an inference graph), the kernel stays: a native op."""
     table = decomposition_table()
-    pair = (aten._scaled_dot_product_flash_attention_for_cpu.default,
-            aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
-    return {op: table[op] for op in pair}
+    forward = aten._scaled_dot_product_flash_attention_for_cpu.default
+    backward = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+
+    def flash_attention_for_cpu_if_differentiated(query, key, value, *args, **kwargs):
+        # aot_autograd traces a graph it differentiates with grad mode on, an inference
+        # graph with it off (the attention's inputs do not say: they are fake tensors).
+        if not torch.is_grad_enabled():
+            return NotImplemented
+        return table[forward](query, key, value, *args, **kwargs)
+
+    return {forward: flash_attention_for_cpu_if_differentiated, backward: table[backward]}
 
 
 @functools.cache

@@ -474,6 +474,15 @@ def searchsorted(sorted_sequence, values, out_int32=False, right=False, side=Non
     return low.reshape(values.shape).to(dtype)
 
 
+def reciprocal(x):
+    """1 / x of floats as a division: torch-mlir's reciprocal asserts x != 0 (eager gives
+    inf), and a kernel that fuses the check runs it for every element it writes (a
+    batch norm's 1 / sqrt(var + eps), checked once per activation element)."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    return aten.div.Tensor(torch.ones((), dtype=x.dtype, device=x.device), x)
+
+
 def isfinite(x):
     """|x| < inf: torch's own decomposition tests x == x, which torch-mlir folds to true,
     so NaN came out finite."""
@@ -757,6 +766,7 @@ def lowerable_decompositions() -> dict:
     table = get_decompositions(TORCH_DECOMPOSED)
     table.update({
         aten.isfinite.default: isfinite,
+        aten.reciprocal.default: reciprocal,
         aten.eq.Tensor: equal_to_itself,
         aten.amax.default: _reduction_of_scalar,
         aten.amin.default: _reduction_of_scalar,

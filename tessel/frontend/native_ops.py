@@ -23,6 +23,12 @@ _FUSED_ATTENTION = (
     "tessel's matmul + softmax kernels would write and read back (GPT-2's block at "
     "8x12x512x512 fp32: 100 MB each way per call)")
 
+_CPU_FLASH_ATTENTION = (
+    "PyTorch's CPU flash attention, in an inference graph (training decomposes it, see "
+    "decompositions.before_autograd_table): it never writes the score matrix either, "
+    "and its blocked loops beat tessel's transpose, batched gemm, softmax and gemm (the "
+    "numbers are in the commit that made it native)")
+
 NATIVE_OPS: dict[torch._ops.OpOverload, str] = {
     aten._transformer_encoder_layer_fwd.default: (
         "nn.TransformerEncoderLayer's fused inference kernel; on the CPU it ran the "
@@ -32,6 +38,7 @@ NATIVE_OPS: dict[torch._ops.OpOverload, str] = {
     aten._scaled_dot_product_cudnn_attention.default: _FUSED_ATTENTION,
     aten._scaled_dot_product_flash_attention.default: _FUSED_ATTENTION,
     aten._scaled_dot_product_efficient_attention.default: _FUSED_ATTENTION,
+    aten._scaled_dot_product_flash_attention_for_cpu.default: _CPU_FLASH_ATTENTION,
     # Their backward kernels, in training graphs: the same trade, and the flash and
     # memory-efficient ones take random-number state that has no MLIR form.
     aten._scaled_dot_product_cudnn_attention_backward.default: _FUSED_ATTENTION,

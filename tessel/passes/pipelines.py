@@ -34,7 +34,7 @@ register_pipeline(
     # ~10% faster than one single-threaded call per row block with its epilogue fused
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.
     + _fusion("fuse-tiles{gemm-epilogues=false}") +
-    "tile-for-threads,"
+    "tile-for-threads,contiguous-innermost-loop,"
     "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels)",
     "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",
 )

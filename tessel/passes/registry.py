@@ -26,6 +26,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.bufferize",
     "tessel.passes.check_contract",
     "tessel.passes.choose_gpu_blocks",
+    "tessel.passes.contiguous_innermost_loop",
     "tessel.passes.convolutions_to_gemm",
     "tessel.passes.distinct_results",
     "tessel.passes.fold_bias_into_gemm",
@@ -51,6 +52,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.reciprocal_division",
     "tessel.passes.report_failed_checks",
     "tessel.passes.tile_for_threads",
+    "tessel.passes.time_kernels",
     "tessel.passes.trim_window_inputs",
     "tessel.passes.truncate_through_f32",
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 from typing import Callable, ClassVar
 
 from tessel import ir
@@ -9,10 +10,11 @@ from tessel.passes.form_kernels import is_kernel
 from tessel.passes.pipeline import top_level_elements
 from tessel.passes.registry import lookup_pipeline
 from tessel.passes.report_failed_checks import CHECK_MESSAGES
+from tessel.passes.time_kernels import KERNEL_LABELS, KERNEL_TIMER
 from tessel.signature import GraphSignature
 from tessel.stages import Stages
 from tessel.targets.base import Target
-from tessel.targets.cpu import host_program, runtime_symbols
+from tessel.targets.cpu import host_program, kernel_timer, runtime_symbols
 
 ENTRY_POINT = "main"
 
@@ -49,6 +51,14 @@ def check_messages(module: ir.Module) -> list[str]:
     return [ir.StringAttr(m).value for m in ir.ArrayAttr(attributes[CHECK_MESSAGES])]
 
 
+def kernel_labels(module: ir.Module) -> list[str]:
+    """What each timed kernel is, by id (time-kernels pass)."""
+    attributes = module.operation.attributes
+    if KERNEL_LABELS not in attributes:
+        return []
+    return [ir.StringAttr(label).value for label in ir.ArrayAttr(attributes[KERNEL_LABELS])]
+
+
 def count_kernels(module: ir.Module) -> int:
     """The kernels `form-kernels` made (tkern.kernel and tkern.library_call ops, and
     loop nests left unwrapped)."""
@@ -72,15 +82,20 @@ class CpuTarget(Target):
         failed_checks: list[int] = []
         # The compiled code reports a failed runtime check through this function.
         report_check = runtime_symbols.CHECK_CALLBACK(failed_checks.append)
+        time_kernel = kernel_timer.callback(stages.dump.graph_name, kernel_labels(module))
         with stages.timed("llvm-jit"):
             engine = ir.ExecutionEngine(module, opt_level=options.opt_level)
-            runtime_symbols.register(engine, external_calls(module), report_check)
+            called = external_calls(module)
+            runtime_symbols.register(engine, called, report_check)
+            if KERNEL_TIMER in called:
+                engine.raw_register_runtime(KERNEL_TIMER,
+                                            ctypes.cast(time_kernel, ctypes.c_void_p))
             entry_point = engine.lookup(ENTRY_POINT)
         program = host_program.generate(signature, abi, stages.dump.graph_name)
         stages.write("host_program.py", lambda: program.source)
         host = host_program.build(program, entry_point, failed_checks, check_messages(module))
         # The JIT'd code and its callback live as long as the host program.
-        host.engine, host.report_check = engine, report_check
+        host.engine, host.report_check, host.time_kernel = engine, report_check, time_kernel
         host.kernel_ir = kernel_ir
         return host, kernels
 
@@ -101,6 +116,11 @@ class CpuTarget(Target):
         and (if checking accuracy) that stage's name and output with locations."""
         named_stages = ([("pipeline", options.pipeline)] if options.pipeline is not None
                         else self.named_stages())
+        names = [name for name, _ in named_stages]
+        if options.profile_kernels and "cpu-fuse" in names:
+            # Marks go in once kernels are formed, before they are inlined and bufferized.
+            named_stages.insert(names.index("cpu-fuse") + 1,
+                                ("time-kernels", "builtin.module(time-kernels)"))
         if resume_after is not None:
             remaining = set(self.stage_names_after(resume_after))
             named_stages = [(name, text) for name, text in named_stages if name in remaining]
