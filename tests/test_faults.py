@@ -341,6 +341,23 @@ def test_out_of_range_index_is_eagers_error(fn, index, message):
     assert_compiled()
 
 
+def test_an_index_tensor_is_checked_again_only_when_it_changes(monkeypatch):
+    """The range check syncs with the device: an index buffer passed again unchanged is
+    not read back again, one written in place (a new version) is."""
+    calls = []
+    aminmax = torch.aminmax
+    monkeypatch.setattr(torch, "aminmax", lambda t: calls.append(t) or aminmax(t))
+    x, index = torch.randn(4, 3), torch.tensor([0, 2])
+    compiled = torch.compile(take_rows, backend="mlir")
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x, index), take_rows(x, index))
+    assert len(calls) == 1
+    assert_compiled()
+    index[1] = 7
+    with pytest.raises(IndexError, match="index 7 is out of range"):
+        compiled(x, index)
+
+
 # --- integer overflow and division ---------------------------------------------------
 
 @pytest.mark.parametrize("fn, args", [

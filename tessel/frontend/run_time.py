@@ -3,6 +3,8 @@ writes, the replay its mode asks for, and eager's IndexError for bad index input
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from tessel.errors import TesselError
@@ -27,21 +29,28 @@ def replayed(target, host, signature: GraphSignature, graph_name: str, options: 
 
 def checking_indices(host, signature: GraphSignature):
     """`host`, raising eager's IndexError for out-of-range index inputs before any
-    native code runs: the kernel would abort the process or read out of bounds."""
+    native code runs: the kernel would abort the process or read out of bounds. An
+    index tensor checked at its current version is not checked again: the check reads
+    its range back to the host, a device sync at every call (BEiT's relative-position
+    index, a buffer, synced twice per layer)."""
     if not signature.index_checks:
         return host
     names = [arg.name for arg in signature.inputs]
     checks = [(names.index(check.name), check) for check in signature.index_checks]
+    passed: dict[int, tuple[weakref.ref, int]] = {}
 
     def checked(*args):
         for position, check in checks:
             index = args[position]
-            if index.numel() == 0:
+            last = passed.get(position)
+            if index.numel() == 0 or (last is not None and last[0]() is index
+                                      and last[1] == index._version):
                 continue
             low, high = (int(v) for v in torch.aminmax(index))
             lowest = -check.size if check.from_end else 0
             if low < lowest or high >= check.size:
                 raise IndexOutOfRange(f"tessel: {check.op}: index {low if low < lowest else high} "
                                       f"is out of range for a dimension of size {check.size}")
+            passed[position] = (weakref.ref(index), index._version)
         return host(*args)
     return checked
