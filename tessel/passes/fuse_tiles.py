@@ -85,8 +85,8 @@ class FuseTilesPass(ModulePass):
     roots a new group, tiled by 1 along its first parallel loop dim (ops of rank < 2
     stay untiled, alone). A producer joins a group when (1) every linalg user of it is
     already in the group, so nothing outside needs it (never recompute an expensive
-    producer for another consumer), or it only writes a constant (a fill: cheap to
-    clone per tile); (2) the slice its consumer reads shrinks with the tile, i.e. the
+    producer for another consumer; a fill, cheap to clone, is first copied for each
+    reader, so it always qualifies); (2) the slice its consumer reads shrinks with the tile, i.e. the
     tiled dim indexes it, so no tile recomputes another tile's work; (3) it is in the
     same block (fusion only moves a producer next to its consumer: no cycle can form);
     (4) it does not initialize the root's result (that init becomes the loop's output);
@@ -254,8 +254,7 @@ def _grow(group: FusionGroup, nodes, users, assigned, root_dims: list[int],
                 if gpu_rows and (_slides_a_window(producer)
                                  or _reads_transposed(consumer_op, index)):
                     continue
-                is_fill = _writes_a_constant(producer_op)
-                if not (is_fill or users[producer_op] <= set(tiled_dims)):
+                if not users[producer_op] <= set(tiled_dims):
                     continue
                 producer_dims = [_tiled_producer_dim(consumer, d, index, producer)
                                  for d in consumer_dims]
@@ -265,7 +264,7 @@ def _grow(group: FusionGroup, nodes, users, assigned, root_dims: list[int],
                     continue
                 tiled_dims[producer_op] = producer_dims
                 group.producers.append(producer)
-                if not is_fill:
+                if not _writes_a_constant(producer_op):
                     assigned[producer_op] = group
                 changed = True
 

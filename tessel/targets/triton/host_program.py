@@ -34,6 +34,9 @@ from tessel.targets.triton.op_table import CMPI_OPERATORS, CMPI_PREDICATES
 from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import fill_constant
 
+# Convolutions the host passes to one aten convolution as they are (image, weight,
+# padding, bias); the grouped one needs its image and weight reshaped first.
+_ATEN_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION)
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 # Integer arithmetic on sizes at the host level, as Python (torch-mlir's view lowering
 # infers a -1 size with it); divsi truncates toward zero, as Python's // does not.
@@ -62,7 +65,7 @@ def narrowed_values(module: ir.Module) -> frozenset[ir.Value]:
     for op in ir.ops_where(ir.function_named(module, "main"),
                            lambda op: op.name == "tkern.library_call"):
         contraction = op.regions[0].blocks[0].operations[0].operation
-        if contraction.name in ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION) or \
+        if contraction.name in _ATEN_CONVOLUTIONS or \
                 element_name(contraction.operands[0]) == element_name(op.results[0]):
             continue
         init = contraction.operands[-1]
@@ -101,8 +104,8 @@ def _rounds_on_read(use, half: ir.Type) -> bool:
 def _truncated_by_reader(use, half: ir.Type) -> bool:
     generic = ir.operation_of(use.owner)
     if generic is not None and generic.name == "tensor.extract_slice":
-        uses = list(generic.results[0].uses)
-        return bool(uses) and all(_truncated_by_reader(u, half) for u in uses)
+        slices = list(generic.results[0].uses)
+        return bool(slices) and all(_truncated_by_reader(u, half) for u in slices)
     if generic is None or generic.name != "linalg.generic":
         return False
     inputs = len(generic.operands) - len(generic.results)
@@ -310,7 +313,7 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
     for use in pad.results[0].uses:
         user = ir.operation_of(use.owner)
         if user is None or use.operand_number != 0 or \
-                user.name not in ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION):
+                user.name not in _ATEN_CONVOLUTIONS:
             return None
     return low[2], low[3]
 
@@ -351,8 +354,8 @@ class _HostWriter:
             if op.name == "tkern.library_call":
                 contraction = op.regions[0].blocks[0].operations[0].operation
                 init = contraction.operands[-1]
-                bias = _channel_bias(init) if contraction.name in (
-                    "linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION) else _row_bias(init)
+                bias = (_channel_bias(init) if contraction.name in _ATEN_CONVOLUTIONS
+                        else _row_bias(init))
                 if bias is not None:
                     self.library_biases[init] = bias
         self.concat_chains = _concat_chains(self.ops)
@@ -587,7 +590,7 @@ class _HostWriter:
             return
         with self.reading() as reads:
             fresh = True  # aten's convolutions and gemms return new memory
-            if contraction.name in ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION):
+            if contraction.name in _ATEN_CONVOLUTIONS:
                 product = self.convolution(contraction)
                 if contraction.operands[2] in self.library_biases:
                     self.bind(op.results[0], product, reads, fresh)
