@@ -35,10 +35,13 @@ func.func @center_rows(%x: tensor<4x8x16xf32>) -> tensor<4x8x16xf32> {
 
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 
-// No reduction in the group: it keeps the usual tiling along its first dim only.
+// No reduction in the group and a leading dim of 4: tiled by it, the GPU would run 4
+// programs, so no tiling; the producer and the root stay two element-wise generics.
 // CHECK-LABEL: func.func @negative_no_reduction
-// CHECK:         scf.forall (%{{.*}}) in (4) shared_outs
-// CHECK-NOT:     scf.forall (
+// CHECK-NOT:     scf.forall
+// CHECK:         linalg.generic
+// CHECK:         linalg.generic
+// CHECK-NOT:     scf.forall
 func.func @negative_no_reduction(%x: tensor<4x8x16xf32>, %b: tensor<16xf32>) -> tensor<4x8x16xf32> {
   %e = tensor.empty() : tensor<4x8x16xf32>
   %bias = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, #id], iterator_types = ["parallel", "parallel", "parallel"]}
@@ -53,6 +56,31 @@ func.func @negative_no_reduction(%x: tensor<4x8x16xf32>, %b: tensor<16xf32>) -> 
     linalg.yield %a : f32
   } -> tensor<4x8x16xf32>
   return %sum : tensor<4x8x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// No reduction, but 512 rows along the leading dim, enough programs for the GPU: the
+// group keeps the usual tiling along its first dim only, its producer fused.
+// CHECK-LABEL: func.func @many_rows_no_reduction
+// CHECK:         scf.forall (%{{.*}}) in (512) shared_outs
+// CHECK-NOT:     scf.forall (
+func.func @many_rows_no_reduction(%x: tensor<512x2x16xf32>, %b: tensor<16xf32>) -> tensor<512x2x16xf32> {
+  %e = tensor.empty() : tensor<512x2x16xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%b : tensor<16xf32>) outs(%e : tensor<512x2x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<512x2x16xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %bias : tensor<512x2x16xf32>, tensor<512x2x16xf32>) outs(%e : tensor<512x2x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %a = arith.addf %in, %c : f32
+    linalg.yield %a : f32
+  } -> tensor<512x2x16xf32>
+  return %sum : tensor<512x2x16xf32>
 }
 
 // -----

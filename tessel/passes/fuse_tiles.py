@@ -33,6 +33,10 @@ class _Node:
 # layer varied from run to run by more than the difference).
 _GPU_PLANNING_ROUNDS = 3
 
+# Programs a GPU row kernel needs at least: an H100 has 132 SMs, each running two
+# programs at a time; with fewer rows, SMs idle while each program loops over its row.
+_MIN_GPU_ROWS = 264
+
 
 @dataclass
 class FusionGroup:
@@ -182,6 +186,16 @@ class FuseTilesPass(ModulePass):
                 _grow(group, nodes, users, assigned, [tiled], gpu_rows=tile_leading_dims)
                 if group.has_contraction:
                     group.tile_size = _gemm_rows_per_tile(root.op, tiled, cores)
+                elif tile_leading_dims and not group.has_reduction and \
+                        _too_few_rows(root, tiled):
+                    # No row to keep in one program, and too few of them: tiled by its
+                    # leading dim, the GPU kernel would run one program per slice of it
+                    # (a batch of 8: 8 programs, each looping over millions of points).
+                    # Element-wise over all points instead; its producers form their
+                    # own kernels.
+                    for producer in group.producers:
+                        assigned.pop(producer.op, None)
+                    group.producers, group.tiled_dim = [], None
                 elif tile_leading_dims and group.has_reduction:
                     # Grown again for the tiling by rows: producers follow every dim
                     # tiled (else each tile would recompute what a producer computes
@@ -371,6 +385,13 @@ def _root_wider_than_rows(group: FusionGroup) -> bool:
         return False  # a dynamic size: nothing to compare
     root_points = math.prod(size for d, size in enumerate(root_ranges) if d not in tiled)
     return root_points > max(math.prod(row) for row in rows)
+
+
+def _too_few_rows(root: _Node, dim: int) -> bool:
+    """Whether tiling `root` by `dim` gives fewer GPU programs than _MIN_GPU_ROWS (or
+    a number unknown at compile time)."""
+    extent = loop_ranges(root.op)[dim]
+    return extent is None or extent < _MIN_GPU_ROWS
 
 
 def _row_dims(group: FusionGroup, nodes) -> list[int]:
