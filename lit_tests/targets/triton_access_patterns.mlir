@@ -4,12 +4,16 @@
 // the gpu pipeline (inputs: the linalg IR of small torch functions, from dump_dir).
 
 // A mask over [1, 8, 8] from an arange compared with itself transposed, added to scores
-// over [2, 4, 8, 8]: one kernel over the scores reads the arange at both points.
-// CHECK-LABEL: def main_kernel_1(
+// over [2, 4, 8, 8]: the one kernel over the scores computes the arange at both points
+// from its own indices (duplicate-cheap-producers gives each read its own arange).
+// CHECK-LABEL: def main_kernel_0(
 // CHECK:         mask = r < 512
-// CHECK:         tl.load(in1 + in1_stride0*(r % 8), mask=mask)
-// CHECK:         tl.load(in1 + in1_stride0*((r // 8) % 8), mask=mask)
+// CHECK-NOT:     tl.load(in1
+// CHECK:         [[ROW:v[0-9]+]] = ((r // 8) % 8).to(tl.int64)
+// CHECK-NEXT:    [[COLUMN:v[0-9]+]] = (r % 8).to(tl.int64)
+// CHECK-NEXT:    {{v[0-9]+}} = [[COLUMN]] > [[ROW]]
 // CHECK:         tl.where(
+// CHECK-NOT:     def main_kernel_1(
 
 #map = affine_map<(d0) -> (d0)>
 #map1 = affine_map<(d0, d1, d2) -> (d0, 0, d2)>

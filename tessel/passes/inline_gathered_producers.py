@@ -25,7 +25,7 @@ def _library_result(value: ir.Value) -> bool:
     return owner is not None and (owner.name in NAMED_CONVOLUTIONS or is_contraction(owner))
 
 
-def _elementwise_producer(op: ir.Operation) -> bool:
+def elementwise_producer(op: ir.Operation, max_body: int = MAX_INLINED_BODY) -> bool:
     """A linalg.generic of parallel loops with one result, written at its points (the
     output map a permutation of the loops), each input read at loop dims or constants
     (a broadcast), its init unread, and a small body. Not a reader of a gemm's or a
@@ -62,7 +62,7 @@ def _elementwise_producer(op: ir.Operation) -> bool:
     body = [o.operation for o in block.operations]
     if any(o.name == "tensor.extract" for o in body) and GATHERED_CONCAT not in op.attributes:
         return False  # a gather of its own (an interpolation's): each point's loads
-    return len(body) <= MAX_INLINED_BODY and not any(o.regions for o in body)
+    return len(body) <= max_body and not any(o.regions for o in body)
 
 
 def _static_slice(op: ir.Operation) -> bool:
@@ -84,7 +84,7 @@ def _erase_unread(op: ir.Operation, erased: set[int]) -> None:
     erased.add(id(op))
     op.erase()
     for producer in operands:
-        if producer is not None and (_elementwise_producer(producer) or _static_slice(producer)
+        if producer is not None and (elementwise_producer(producer) or _static_slice(producer)
                                      or _static_expansion(producer)):
             _erase_unread(producer, erased)
 
@@ -124,7 +124,7 @@ class InlineGatheredProducersPass(ModulePass):
             if source is None:
                 continue
             with ir.InsertionPoint(extract), extract.location:
-                if _elementwise_producer(source):
+                if elementwise_producer(source):
                     value, new = self._computed(source, list(extract.operands[1:]))
                 elif _static_slice(source):
                     value, new = self._through_slice(source, list(extract.operands[1:]))

@@ -14,9 +14,9 @@ register_pipeline(
 # Elementwise fusion (kept away from contractions) and row-loop fusion, shared by the
 # cpu and gpu pipelines; `fuse_tiles` is the fuse-tiles step of each (on the GPU,
 # preceded by split-reductions).
-def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", gathers: str = "") -> str:
+def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str = "") -> str:
     return (
-        f"generalize-named-ops{{keep={keep}}},trim-window-inputs,{gathers}"
+        f"generalize-named-ops{{keep={keep}}},trim-window-inputs,{producers}"
         "outline-contractions,"
         "hoist-size-computations,"
         "func.func(linalg-fuse-elementwise-ops),fuse-returned-producers,"
@@ -132,8 +132,10 @@ def _gpu(templates: bool) -> str:
                   keep="matmul,batch_matmul,conv_2d_nchw_fchw,conv_2d_ngchw_gfchw,"
                        "depthwise_conv_2d_nchw_chw",
                   # Concats as generics fuse with their neighbours into kernels; the CPU
-                  # target copies them (no measurement has shown it gains there).
-                  gathers="concat-as-gather,inline-gathered-producers,") +
+                  # target copies them (no measurement has shown it gains there). Cheap
+                  # producers of several readers are fused into each of them.
+                  producers="concat-as-gather,inline-gathered-producers,"
+                            "duplicate-cheap-producers,") +
         "form-kernels," + (epilogues if templates else "")
         + "choose-gpu-blocks,fuse-horizontally)")
 

@@ -31,6 +31,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.convolution_bias_after",
     "tessel.passes.convolutions_to_gemm",
     "tessel.passes.distinct_results",
+    "tessel.passes.duplicate_cheap_producers",
     "tessel.passes.fold_bias_into_gemm",
     "tessel.passes.fold_transposes_into_matmul",
     "tessel.passes.form_kernels",
