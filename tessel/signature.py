@@ -21,6 +21,9 @@ class TensorInput:
     # The order of dims the host program permutes the input into before the compiled
     # code reads it (frontend/permuted_inputs.py); None: as passed.
     permutation: tuple[int, ...] | None = None
+    # The strides it was traced with, where they are static (a host program may take
+    # views of it by them, guarded); None: symbolic.
+    stride: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

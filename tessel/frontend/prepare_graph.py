@@ -115,7 +115,9 @@ def _check_input(node: torch.fx.Node, value, devices: frozenset[str]) -> TensorI
         if value.device.type not in devices and not (value.device.type == "cpu"
                                                      and value.dim() == 0):
             raise UnsupportedGraph(f"input {node.name} is on {value.device}", node.name)
-        return TensorInput(node.name, value.dtype, value.dim())
+        stride = tuple(value.stride())
+        return TensorInput(node.name, value.dtype, value.dim(),
+                           stride=stride if all(isinstance(s, int) for s in stride) else None)
     if isinstance(value, torch.SymInt):
         return ScalarInput(node.name, int)
     if isinstance(value, torch.SymFloat):

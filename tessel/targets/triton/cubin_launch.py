@@ -28,8 +28,8 @@ import torch
 
 from tessel import cache
 
-# (grid_x, grid_y, grid_z, stream, launch arguments) -> None
-Launch = Callable[[int, int, int, int, tuple], None]
+# (stream, launch arguments) -> None, on the grid it was loaded for
+Launch = Callable[[int, tuple], None]
 
 
 @dataclass(frozen=True)
@@ -88,26 +88,33 @@ def loadable(kernel: CubinKernel, device: int) -> bool:
     return kernel.arch == major * 10 + minor and os.path.exists(kernel.cubin)
 
 
-def load(kernel: CubinKernel, device: int) -> Launch:
-    """Load `kernel` on `device`; returns its launch function."""
+def load(kernel: CubinKernel, device: int, grid: tuple[int, int, int]) -> Launch:
+    """Load `kernel` on `device`; returns its launch function on `grid`. A host
+    program launches at every call: the function is one Python frame, the grid and
+    the kernel's constants bound, and where the kernel takes every argument (the
+    common case: Triton folded no int in), no selecting function either."""
     launcher = torch._C._StaticCudaLauncher
     # (function, registers, spills) in torch 2.11; later versions put the module first.
     function = launcher._load_kernel(kernel.cubin, kernel.name, kernel.shared, device)[-3]
-    select = _selecting(tuple(kernel.kept), kernel.arguments)  # a list, from JSON
     scratch = (None,) * kernel.scratch
     launch_kernel, num_warps, shared = launcher._launch_kernel, kernel.num_warps, kernel.shared
     argument_types = kernel.argument_types
+    grid_x, grid_y, grid_z = grid
+    if tuple(kernel.kept) == tuple(range(kernel.arguments)):  # a list, from JSON
+        def launch(stream: int, args: tuple) -> None:
+            launch_kernel(function, grid_x, grid_y, grid_z, num_warps, shared, argument_types,
+                          args + scratch, stream)
+        return launch
+    select = _selecting(tuple(kernel.kept))
 
-    def launch(grid_x: int, grid_y: int, grid_z: int, stream: int, args: tuple) -> None:
+    def launch_selected(stream: int, args: tuple) -> None:
         launch_kernel(function, grid_x, grid_y, grid_z, num_warps, shared, argument_types,
                       select(args) + scratch, stream)
-    return launch
+    return launch_selected
 
 
-def _selecting(kept: tuple[int, ...], arguments: int) -> Callable[[tuple], tuple]:
-    """A function that picks the `kept` positions of a tuple of `arguments`, as a tuple."""
-    if kept == tuple(range(arguments)):
-        return lambda args: args
+def _selecting(kept: tuple[int, ...]) -> Callable[[tuple], tuple]:
+    """A function that picks the `kept` positions of a tuple, as a tuple."""
     if len(kept) == 1:
         (index,) = kept
         return lambda args: (args[index],)

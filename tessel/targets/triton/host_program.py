@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import weakref
+from dataclasses import dataclass
 
 import torch
 
@@ -18,7 +19,7 @@ from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
 from tessel.passes.fuse_horizontally import COMBO, combo_members
 from tessel.signature import GraphSignature, TensorInput
-from tessel.targets.triton import cuda_graph_trees, sizes
+from tessel.targets.triton import cuda_graph_trees, sizes, strided_views
 from tessel.targets.triton.dtypes import TORCH_DTYPES, element_name, scalar_literal
 from tessel.targets.triton.host_records import (
     Allocate,
@@ -248,6 +249,34 @@ def _row_bias(value: ir.Value) -> ir.Value | None:
     return generic.operands[0]
 
 
+@dataclass(frozen=True)
+class _Matmul:
+    """A contraction whose indexing maps are a matmul's: `batch` leading dims of the
+    result, the trailing `leading` of them that each operand has (fewer: broadcast),
+    and whether each operand is read transposed (its last two dims swapped)."""
+    batch: int
+    leading: tuple[int, int]
+    transposed: tuple[bool, bool]
+
+
+def _matmul(maps: list[ir.AffineMap]) -> _Matmul | None:
+    """The matmul that `maps` (A's, B's and C's) describe, if they describe one."""
+    terms = [[e.position for e in affine_map.results] for affine_map in maps]
+    output = terms[2]
+    contracted = set(terms[0] + terms[1]) - set(output)
+    if len(contracted) != 1 or len(output) < 2:
+        return None  # an outer product, or several dims contracted at once
+    (k,) = contracted
+    batch, m, n = output[:-2], output[-2], output[-1]
+    leading, transposed = [], []
+    for term, in_order in ((terms[0], [m, k]), (terms[1], [k, n])):
+        last_two = term[-2:]
+        if len(term) < 2 or set(last_two) != set(in_order) or \
+                batch[len(batch) - len(term) + 2:] != term[:-2]:
+            return None
+        leading.append(len(term) - 2)
+        transposed.append(last_two != in_order)
+    return _Matmul(len(batch), tuple(leading), tuple(transposed))
 
 
 def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
@@ -261,27 +290,20 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
     cuBLAS runs with the bias in its epilogue; otherwise the bias is added.
     Also whether the result is new memory: einsum returns a view of an operand for a
     mere permutation."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    terms = ["".join(letters[e.position] for e in affine_map.results) for affine_map in maps]
-    output = terms[2]
-    widen = "" if matmul == "torch.matmul" else ".float()"
-    einsum = f"torch.einsum('{terms[0]},{terms[1]}->{output}', {a}{widen}, {b}{widen})"
     plus_bias = f" + {bias}" if bias else ""
-    contracted = set(terms[0] + terms[1]) - set(output)
-    if len(contracted) != 1:
-        return einsum + plus_bias, False  # an outer product, or several dims contracted at once
-    (k,) = contracted
-    batch, m, n = output[:-2], output[-2:-1], output[-1:]
-    operands = []
-    for name, term, pair in ((a, terms[0], {m, k}), (b, terms[1], {k, n})):
-        leading, last_two = term[:-2], term[-2:]
-        if len(term) < 2 or set(last_two) != pair or not batch.endswith(leading):
-            return einsum + plus_bias, False
-        in_order = last_two == (m + k if name == a else k + n)
-        operands.append(name if in_order else f"{name}.transpose(-2, -1)")
-    if bias and matmul == "torch.matmul" and not batch:
-        return f"torch.addmm({bias}, {operands[0]}, {operands[1]})", True
-    return f"{matmul}({operands[0]}, {operands[1]})" + plus_bias, True
+    structure = _matmul(maps)
+    if structure is None:
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        a_term, b_term, output = ("".join(letters[e.position] for e in affine_map.results)
+                                  for affine_map in maps)
+        widen = "" if matmul == "torch.matmul" else ".float()"
+        return (f"torch.einsum('{a_term},{b_term}->{output}', {a}{widen}, {b}{widen})"
+                + plus_bias, False)
+    a, b = (f"{name}.transpose(-2, -1)" if transposed else name
+            for name, transposed in zip((a, b), structure.transposed))
+    if bias and matmul == "torch.matmul" and not structure.batch:
+        return f"torch.addmm({bias}, {a}, {b})", True
+    return f"{matmul}({a}, {b})" + plus_bias, True
 
 
 def _pad_value(pad: ir.Operation) -> str | None:
@@ -329,6 +351,17 @@ class _HostWriter:
         for argument, graph_input in zip(block.arguments, signature.inputs):
             self.names[argument] = graph_input.name
         self.input_names = {graph_input.name for graph_input in signature.inputs}
+        # The layouts of the tensors the host knows them of, by name (strided_views.py):
+        # its buffers, and the inputs of static strides, as they were traced.
+        self.layouts: dict[str, strided_views.Layout] = {
+            graph_input.name: strided_views.Layout(
+                tuple(ir.ShapedType(argument.type).shape), graph_input.stride, 0,
+                f"{graph_input.name}.stride() == {graph_input.stride}")
+            for argument, graph_input in zip(block.arguments, signature.inputs)
+            if isinstance(graph_input, TensorInput) and graph_input.stride is not None
+            and graph_input.rank and graph_input.permutation is None
+            and ir.ShapedType(argument.type).has_static_shape
+            and ir.ShapedType(argument.type).rank == len(graph_input.stride)}
         self.ops = [op.operation for op in block.operations]
         self.skipped_fills = {op.results[0] for op in self.ops
                               if op.results and _skipped_fill(op.results[0])}
@@ -414,15 +447,21 @@ class _HostWriter:
         elif op.name in _VIEWS:
             with self.reading() as reads:
                 shape = self.shape_of(op.results[0])
-                expression = f"{self.name_of(op.operands[0])}.reshape({_shape_text(shape)})"
-            self.view(op.results[0], op.operands[0], expression, reads)
+                source = self.name_of(op.operands[0])
+            layout = self.layouts.get(source)
+            if layout is not None and all(isinstance(size, int) for size in shape):
+                layout = strided_views.viewed(layout, tuple(shape))
+            else:
+                layout = None
+            self.view(op.results[0], op.operands[0],
+                      f"{source}.reshape({_shape_text(shape)})", reads, layout)
         elif op.name == "tensor.pad":
             if op.results[0] not in self.folded_pads:
                 self.pad(op)
         elif op.name == "tensor.extract_slice":
             with self.reading() as reads:
-                expression = self.slice(op)
-            self.view(op.results[0], op.operands[0], expression, reads)
+                expression, layout = self.slice(op)
+            self.view(op.results[0], op.operands[0], expression, reads, layout)
         elif op.name == "tensor.insert_slice":
             self.insert_slice(op)
         elif op.name == "tensor.concat":
@@ -479,6 +518,8 @@ class _HostWriter:
         name = self.fresh()
         self.records.append(Allocate(name, expression))
         self.names[value] = name
+        self.layouts[name] = strided_views.Layout(
+            tuple(shape), tuple(_strides(shape, value in self.channels_last)))
         return name
 
     def shape_of(self, value: ir.Value) -> list[int | str]:
@@ -506,11 +547,23 @@ class _HostWriter:
                 f"{TORCH_DTYPES[element]})")
 
     def view(self, value: ir.Value, source: ir.Value, expression: str,
-             reads: list[str]) -> None:
-        """`value`, a view of `source` (or a copy, where torch's reshape must copy)."""
+             reads: list[str], layout: strided_views.Layout | None = None) -> None:
+        """`value`, a view of `source` (or a copy, where torch's reshape must copy):
+        `expression`, or where the view's `layout` is known, that strided view of it."""
         source_name = self.names[source]
+        if layout is not None:
+            expression = strided_views.reinterpreted(
+                source_name, self.layouts[source_name], layout, expression)
         name = self.bind(value, expression, reads, fresh=False)
         self.viewed_input[name] = self.viewed_input.get(source_name, source_name)
+        if layout is not None:
+            self.layouts[name] = layout
+
+    def contiguous(self, name: str) -> bool:
+        """Whether tensor `name` is known to be laid out contiguously."""
+        layout = self.layouts.get(name)
+        return layout is not None and layout.guard is None and \
+            layout.stride == strided_views.contiguous(layout.size).stride
 
     def size_arithmetic(self, op: ir.Operation) -> None:
         """A scalar of `main` (a size, or a step in computing one) as a Python int or
@@ -639,9 +692,15 @@ class _HostWriter:
                          != element_name(contraction.results[0]))
                 in_f32 = mixed and op.results[0] not in self.narrowed
                 bias = self.library_biases.get(contraction.operands[2])
+                bias_name = bias and self.name_of(bias)
+                init = contraction.operands[2]
+                from_zero = bias is not None or (init in self.skipped_fills
+                                                 and fill_constant(init) in ("0.0", "0"))
+                if from_zero and not in_f32 and self.gemm(
+                        op.results[0], maps, a, b, bias_name, reads):
+                    return
                 product, fresh = _aten_contraction(
-                    a, b, maps, "matmul_in_f32" if in_f32 else "torch.matmul",
-                    bias and self.name_of(bias))
+                    a, b, maps, "matmul_in_f32" if in_f32 else "torch.matmul", bias_name)
                 if bias is not None:
                     self.bind(op.results[0], product, reads, fresh)
                     return
@@ -655,6 +714,45 @@ class _HostWriter:
             elif (constant := fill_constant(init)) not in ("0.0", "0"):
                 product = f"{product} + {constant}"
         self.bind(op.results[0], product, reads, fresh)
+
+    def gemm(self, result: ir.Value, maps: list[ir.AffineMap], a: str, b: str,
+             bias: str | None, reads: list[str]) -> bool:
+        """`result`, of a matmul (from zero, or from `bias`, a row vector), as the one
+        aten call that is cuBLAS's gemm, torch.mm, addmm or bmm, an operand read
+        transposed as a strided view: torch.matmul reaches those through views and
+        checks of its own at every call. Their result is new and contiguous, a layout
+        the views that follow know. (Into a buffer the host allocates (`out=`), as
+        Inductor calls them, was no faster on the CPU: one more call where the
+        planner reuses no memory, benchmarks/host_program_cost.py.) False, and nothing
+        written, for another matmul (broadcast, several batch dims, a bias with a
+        batch dim) or dynamic sizes."""
+        matmul = _matmul(maps)
+        if matmul is None or not ir.ShapedType(result.type).has_static_shape:
+            return False
+        if matmul.batch and (matmul.batch, *matmul.leading, bias) != (1, 1, 1, None):
+            return False
+        operands = ", ".join(self.gemm_operand(name, transposed)
+                             for name, transposed in zip((a, b), matmul.transposed))
+        if matmul.batch:
+            call = f"torch.bmm({operands})"
+        elif bias:
+            call = f"torch.addmm({bias}, {operands})"
+        else:
+            call = f"torch.mm({operands})"
+        name = self.bind(result, call, reads, fresh=True)
+        self.layouts[name] = strided_views.contiguous(tuple(ir.ShapedType(result.type).shape))
+        return True
+
+    def gemm_operand(self, name: str, transposed: bool) -> str:
+        """Tensor `name` as a gemm operand: transposed, a strided view where its layout
+        is known."""
+        if not transposed:
+            return name
+        view = f"{name}.transpose(-2, -1)"
+        layout = self.layouts.get(name)
+        if layout is None:
+            return view
+        return strided_views.reinterpreted(name, layout, strided_views.transposed(layout), view)
 
     def scatter(self, result: ir.Value, scatter: ir.Operation) -> None:
         """tm_tensor.scatter as index_put_ on a copy of its original: index column j
@@ -756,13 +854,22 @@ class _HostWriter:
         else:
             self.bind(result, f"{buffer}.narrow({dim}, 0, {offset})", [buffer], fresh=False)
 
-    def slice(self, op: ir.Operation) -> str:
+    def slice(self, op: ir.Operation) -> tuple[str, strided_views.Layout | None]:
         """A tensor.extract_slice as a torch view (`x[a:b:s, ...]`), with the dims a
-        rank-reducing slice drops indexed away."""
+        rank-reducing slice drops indexed away; and its layout, where the source's is
+        known and the slice static."""
         items, slice_shape = self.slice_items(op, first_dynamic=1)
-        view = f"{self.name_of(op.operands[0])}[{items}]"
+        source = self.name_of(op.operands[0])
+        view = f"{source}[{items}]"
         shape = self.shape_of(op.results[0])
-        return view if shape == slice_shape else f"{view}.reshape({_shape_text(shape)})"
+        if shape != slice_shape:
+            view = f"{view}.reshape({_shape_text(shape)})"
+        layout = self.layouts.get(source)
+        per_dim = ir.mixed_values(op, ("static_offsets", "static_sizes", "static_strides"), 1)
+        if layout is None or not all(isinstance(v, int) for values in (shape, *per_dim)
+                                     for v in values):
+            return view, None
+        return view, strided_views.viewed(strided_views.sliced(layout, *per_dim), tuple(shape))
 
     def insert_slice(self, op: ir.Operation) -> None:
         """tensor.insert_slice as a copy of the destination with the source copied into a
@@ -852,7 +959,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
             # Contiguous, as eager's result is (result.stride None): a view the host
             # took (the shifted labels of a causal LM's loss, a slice of a padded
             # tensor) may not be, and aot_autograd's view of it then fails.
-            relaid = channels_last or root != value
+            relaid = (channels_last or root != value) and not writer.contiguous(name)
             records.append(Bind(output, name + (".contiguous()" if relaid else ""), (name,),
                                 fresh=False, output=True))
         if result.stride is not None:
@@ -873,20 +980,22 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
 
 
 def allocator(device: torch.device):
-    """`empty_strided(size, stride, dtype)` on `device`: on CUDA, the allocation
-    Inductor's wrappers make (`_empty_strided_cuda`, on the current device, which
-    `on_device_of_inputs` made the inputs'), which skips torch.empty_strided's argument
-    parsing and dispatch: a host program allocates a buffer for most of its kernels."""
-    if device.type == "cuda" and _EMPTY_STRIDED_CUDA is not None:
-        return _EMPTY_STRIDED_CUDA
-    return functools.partial(_empty_strided_on, device)
+    """`empty_strided(size, stride, dtype)` on `device`: on CUDA and the CPU, the
+    allocation Inductor's wrappers make (`_empty_strided_cuda`, on the current device,
+    which `on_device_of_inputs` made the inputs'; `_empty_strided_cpu`), which skips
+    torch.empty_strided's argument parsing and dispatch: a host program allocates a
+    buffer for most of its kernels."""
+    allocate = _EMPTY_STRIDED.get(device.type)
+    return allocate or functools.partial(_empty_strided_on, device)
 
 
 def _empty_strided_on(device: torch.device, size, stride, dtype) -> torch.Tensor:
     return torch.empty_strided(size, stride, dtype=dtype, device=device)
 
 
-_EMPTY_STRIDED_CUDA = getattr(torch._C._dynamo.guards, "_empty_strided_cuda", None)
+_EMPTY_STRIDED = {device: getattr(torch._C._dynamo.guards, f"_empty_strided_{device}")
+                  for device in ("cuda", "cpu")
+                  if hasattr(torch._C._dynamo.guards, f"_empty_strided_{device}")}
 
 
 def recording_cuda_graph(device: torch.device) -> bool:

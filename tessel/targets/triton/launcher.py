@@ -214,16 +214,18 @@ class KernelLauncher:
                                   **self.options())
 
     def __call__(self, direct: bool, stream: int | None, *args) -> None:
+        launch = self.launch
+        if direct and launch is not None and _recorded is None:
+            launch(stream, args)  # every launch of a call after the first
+            return
         if self.tensors is not None and not self.strides:
             self._take_strides(args)
         if _recorded is not None:
             _recorded.append((self, args))
             return
-        launch = self.launch
-        if direct and launch is None and not self.sizes:
-            launch = self.launch = self._loaded(args)
-        if direct and launch is not None:
-            launch(*self.grid_xyz, stream, args)
+        if direct and not self.sizes:
+            self.launch = self._loaded(args)
+            self.launch(stream, args)
             return
         self.kernel[self.grid_for(args)](*args, **self.constants, **self.options())
 
@@ -243,17 +245,18 @@ class KernelLauncher:
             if configuration == self.configuration() and cubin_launch.loadable(cubin, device):
                 self.cubin = cubin
                 counters.count("kernels_loaded_from_cubins")
-                return cubin_launch.load(cubin, device)
+                return cubin_launch.load(cubin, device, self.grid_xyz)
         compiled = self.warm_up(args)
         self.cubin = cubin_launch.describe(compiled, len(args))
         if self.cubin is not None:
-            return cubin_launch.load(self.cubin, device)
+            return cubin_launch.load(self.cubin, device, self.grid_xyz)
         # Triton's launcher, called as its JIT calls it (triton/runtime/jit.py) less
         # binding and lookup: no launch metadata or hooks (launch_mode checked there are
         # none), and the constexpr block sizes last, as the JIT's bound arguments have them.
         constants = tuple(self.constants.values())
+        grid_x, grid_y, grid_z = self.grid_xyz
 
-        def launch(grid_x: int, grid_y: int, grid_z: int, stream: int, args: tuple) -> None:
+        def launch(stream: int, args: tuple) -> None:
             compiled.run(grid_x, grid_y, grid_z, stream, compiled.function,
                          compiled.packed_metadata, None, None, None, *args, *constants)
         return launch

@@ -35,6 +35,7 @@ from tessel.targets.triton import (
     host_program,
     kernel_source,
     layouts,
+    strided_views,
     translate,
 )
 from tessel.targets.triton.cubin_launch import CubinKernel
@@ -239,6 +240,7 @@ class TritonTarget(Target):
                      "allocator": host_program.allocator,
                      "KernelLauncher": KernelLauncher, "launch_mode": launch_mode,
                      "matmul_in_f32": host_program.matmul_in_f32,
+                     "reinterpret": strided_views.reinterpret,
                      "scatter": host_program.scatter,
                      "RuntimeCheckFailed": RuntimeCheckFailed,
                      **vars(_load_kernels(module_source))}

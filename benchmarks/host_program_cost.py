@@ -1,0 +1,155 @@
+"""The Python cost of a suite model's Triton host programs, measured without a GPU.
+
+The model (an hf model of the suite: as many layers as the suite's, tiny widths) is
+compiled for the Triton target and run once in Triton's interpreter, on CPU tensors in
+bf16 (or fp32). Then each host program is called alone, on the arguments it got, as it
+runs on a GPU in default mode (`launch_mode` says launch directly) except that a
+kernel launch reaches a no-op where PyTorch's static launcher would start the kernel:
+what is timed is the host program's own Python (launcher dispatch, allocations, views,
+library calls on tiny CPU tensors), the part that makes a model host-bound on a GPU.
+Dynamo's guards and aot_autograd's wrappers, the same for any host program, are left
+out. The CPU's bf16 gemms cost more than their host time even this small, and
+differently for operands of the same strides made by different ops: `--dtype fp32`
+times gemms whose arithmetic costs little.
+
+    python -m benchmarks.host_program_cost hf_vit --repeats 2000
+    python -m benchmarks.host_program_cost hf_vit --profile    # cProfile of the calls
+
+prints microseconds per model call (the median of 5 rounds), per host program, and the
+total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import time
+from unittest import mock
+
+os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported
+
+import torch
+
+from benchmarks.models import hf
+from tessel.targets.triton import cubin_launch, target
+from tessel.targets.triton.launcher import KernelLauncher
+
+# The suite's layer counts, at widths so small that the library calls' arithmetic on
+# the CPU costs little beside their host time.
+CONFIGS = {
+    "hf_vit": {"num_hidden_layers": 12, "hidden_size": 16, "num_attention_heads": 2,
+               "intermediate_size": 32, "image_size": 16, "patch_size": 8},
+    "hf_bert": {"num_hidden_layers": 12, "hidden_size": 16, "num_attention_heads": 2,
+                "intermediate_size": 32},
+}
+ROUNDS = 5
+
+
+class _NoOpStaticLauncher:
+    """torch._C._StaticCudaLauncher's loading and launching, doing nothing."""
+    _load_kernel = staticmethod(lambda *args: (None, 0, 0))
+    _launch_kernel = staticmethod(lambda *args: None)
+
+
+def _no_op_launch(launcher: KernelLauncher, args: tuple) -> cubin_launch.Launch:
+    """KernelLauncher._loaded: the launch function cubin_launch builds, of a kernel
+    that takes every argument."""
+    kernel = cubin_launch.CubinKernel(
+        name="kernel", cubin="", arch=90, num_warps=launcher.num_warps, shared=0,
+        argument_types="", kept=tuple(range(len(args))), arguments=len(args), scratch=0)
+    with mock.patch.object(torch._C, "_StaticCudaLauncher", _NoOpStaticLauncher, create=True):
+        return cubin_launch.load(kernel, 0, launcher.grid_xyz)
+
+
+def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
+                   dump_dir: str | None = None) -> list[tuple]:
+    """Each host program the model's compile made, with the arguments of its call."""
+    torch.manual_seed(0)
+    config = hf.build_config(name, tiny=True)
+    for key, value in (CONFIGS[name] | {"num_hidden_layers": layers}).items():
+        setattr(config, key, value)
+    config._attn_implementation = "eager"  # attention's gemms in the graph, as on the GPU
+    import transformers
+    # bf16 weights: CUDA autocast's form of the graph (a linear is one bf16 addmm), which
+    # CPU autocast's differs from.
+    model = getattr(transformers, hf.MODELS[name].model)(config).eval().to(dtype)
+    size = config.image_size if hf.MODELS[name].inputs == "image" else hf.TINY_TOKENS
+    inputs = {key: value.to(dtype) if value.is_floating_point() else value
+              for key, value in hf.build_inputs(name, config, batch, size, "cpu").items()}
+    hosts: list[list] = []
+    building = target._building_kernels
+
+    def recording(host, *args, **kwargs):
+        hosts.append([host, None])
+        entry, run = hosts[-1], building(host, *args, **kwargs)
+
+        def called(*call_args):
+            entry[1] = call_args
+            return run(*call_args)
+        return called
+
+    options = {"target": "triton", "fallback": False}
+    if dump_dir:
+        options["dump_dir"] = dump_dir
+    compiled = torch.compile(model, backend="mlir", options=options)
+    with mock.patch.object(target, "_building_kernels", recording), torch.no_grad():
+        compiled(**inputs)
+    return [(host, args) for host, args in hosts if args is not None]
+
+
+def seconds_per_call(hosts: list[tuple], repeats: int) -> list[float]:
+    """The median time of a call of each host program, over ROUNDS rounds."""
+    rounds = []
+    for _ in range(ROUNDS):
+        times = []
+        for host, args in hosts:
+            start = time.perf_counter()
+            for _ in range(repeats):
+                host(*args)
+            times.append((time.perf_counter() - start) / repeats)
+        rounds.append(times)
+    return [statistics.median(column) for column in zip(*rounds)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", choices=sorted(CONFIGS))
+    parser.add_argument("--layers", type=int, help="layers (default: the suite model's)")
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16",
+                        help="fp32: gemms that the CPU computes in less time than bf16's")
+    parser.add_argument("--repeats", type=int, default=1000)
+    parser.add_argument("--dump-dir", help="tessel's dump_dir: the host programs' source")
+    parser.add_argument("--profile", action="store_true",
+                        help="also print a cProfile of `repeats` calls of each program")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    layers = args.layers or CONFIGS[args.model]["num_hidden_layers"]
+    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
+    hosts = compiled_hosts(args.model, layers, args.batch, dtype, args.dump_dir)
+    for host, _ in hosts:  # as on a GPU in default mode: launches skip Triton's JIT
+        host.__globals__["launch_mode"] = lambda device, *tensors: (True, 0)
+    # Grad off, as aot_autograd's wrapper calls an inference graph.
+    with mock.patch.object(KernelLauncher, "_loaded", _no_op_launch), torch.no_grad():
+        times = seconds_per_call(hosts, args.repeats)
+        print(f"{args.model}, {layers} layers, batch {args.batch}, {args.dtype}, torch "
+              f"{torch.__version__}, {os.cpu_count()} cores; us per model call, "
+              f"median of {ROUNDS} rounds of {args.repeats}")
+        for index, seconds in enumerate(times):
+            print(f"  host program {index}: {seconds * 1e6:8.1f}")
+        print(f"  total: {sum(times) * 1e6:8.1f}")
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for host, host_args in hosts:
+                for _ in range(args.repeats):
+                    host(*host_args)
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Views that a Triton host program takes as one precomputed strided view.
+
+A reshape, collapse, expand, transpose or static slice of a tensor whose layout the
+host program knows (a buffer it allocated, or a graph input, whose strides Dynamo
+guards) has sizes, strides and an offset known when the program is generated. The host
+then takes it with one `reinterpret(tensor, size, stride, offset)`, as Inductor's
+wrappers do (`reinterpret_tensor`), instead of `reshape`, `transpose` or indexing,
+which parse their arguments and dispatch at every call (benchmarks/host_program_cost.py).
+
+A layout is relative to the tensor its chain of views starts from: offsets count from
+that tensor's own storage offset, which `reinterpret` adds to. A graph input's layout
+is the one it was traced with, which holds when its strides are those (`guard`): the
+view of an input is taken as `reinterpret(...) if guard else <the view op>`. Dynamo
+recompiles a graph whose input strides change, but a graph split around a native op
+gets that op's results, whose strides are only the fake tensor's prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Layout:
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int = 0         # elements past the storage offset of the chain's first tensor
+    guard: str | None = None  # the condition under which it holds, None: always
+
+
+def contiguous(size: tuple[int, ...], guard: str | None = None) -> Layout:
+    stride, step = [], 1
+    for extent in reversed(size):
+        stride.append(step)
+        step *= max(extent, 1)
+    return Layout(tuple(size), tuple(reversed(stride)), 0, guard)
+
+
+def viewed(layout: Layout, size: tuple[int, ...]) -> Layout | None:
+    """The layout of `layout` reshaped to `size` where that is a view, else None (reshape
+    copies there). The strides are the ones torch's reshape and view give (ATen's
+    computeStride): a dim of several is formed from a chunk of contiguous old dims."""
+    old_size, old_stride = layout.size, layout.stride
+    if math.prod(size) != math.prod(old_size):
+        raise ValueError(f"cannot view a tensor of size {old_size} as {size}")
+    if not old_size or math.prod(old_size) == 0:
+        return None
+    stride = [0] * len(size)
+    view_d = len(size) - 1
+    chunk_base_stride = old_stride[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(old_size) - 1, -1, -1):
+        tensor_numel *= old_size[tensor_d]
+        if tensor_d == 0 or (old_size[tensor_d - 1] != 1 and
+                             old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or size[view_d] == 1):
+                stride[view_d] = view_numel * chunk_base_stride
+                view_numel *= size[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_stride[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    if view_d != -1:
+        return None
+    return Layout(tuple(size), tuple(stride), layout.offset, layout.guard)
+
+
+def transposed(layout: Layout) -> Layout:
+    """`layout` with its last two dims swapped (`.transpose(-2, -1)`)."""
+    size, stride = list(layout.size), list(layout.stride)
+    size[-2:], stride[-2:] = size[:-3:-1], stride[:-3:-1]
+    return Layout(tuple(size), tuple(stride), layout.offset, layout.guard)
+
+
+def sliced(layout: Layout, offsets: list[int], sizes: list[int], steps: list[int]) -> Layout:
+    """The layout of `x[o:o + (n - 1) * s + 1:s, ...]`, per dim, of `x` laid out so."""
+    offset = layout.offset + sum(o * s for o, s in zip(offsets, layout.stride))
+    stride = tuple(s * step for s, step in zip(layout.stride, steps))
+    return Layout(tuple(sizes), stride, offset, layout.guard)
+
+
+def reinterpreted(name: str, source: Layout, layout: Layout, fallback: str) -> str:
+    """The host expression of the view with `layout` of tensor `name`, laid out as
+    `source` (of the same chain); where the layout holds only under its guard,
+    `fallback` (the view op) is taken otherwise."""
+    offset = layout.offset - source.offset
+    view = f"reinterpret({name}, {layout.size}, {layout.stride}, {offset})"
+    return view if layout.guard is None else f"({view} if {layout.guard} else {fallback})"
+
+
+def _as_strided_from(tensor: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
+    return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
+
+
+# `reinterpret(tensor, size, stride, offset)` in host programs, `offset` counted from
+# the tensor's own: Inductor's, which skips as_strided's argument parsing and dispatch.
+reinterpret = getattr(torch._C._dynamo.guards, "_reinterpret_tensor", _as_strided_from)

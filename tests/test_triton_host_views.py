@@ -1,0 +1,109 @@
+"""The Triton host program's views and gemm calls (targets/triton/strided_views.py,
+host_program.py): a view of a tensor whose layout the host knows (its buffers, a
+gemm's result, an input by its traced strides) is one strided view (`reinterpret`), a
+gemm is torch.mm, addmm or bmm, and where the layout is unknown, or not the traced
+one, the view ops run as before. Kernels run in Triton's
+interpreter on CPU tensors."""
+
+import os
+import re
+
+import pytest
+import torch
+from conftest import assert_compiled
+from test_triton_target import compile_triton, generated_files
+
+from tessel.targets.triton import target
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(monkeypatch, tmp_path):
+    assert os.environ["TRITON_INTERPRET"] == "1"  # set by conftest, before Triton loads
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+class _Attention(torch.nn.Module):
+    """Eager attention as transformers spells it: projections, heads split and
+    transposed, a 4-D matmul of queries and transposed keys, softmax, a 4-D matmul of
+    the weights and values, heads merged."""
+
+    def __init__(self, width: int = 32, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.ModuleList(torch.nn.Linear(width, width) for _ in range(3))
+        self.out = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        batch, tokens, width = x.shape
+        q, k, v = (projection(x).view(batch, tokens, self.heads, -1).transpose(1, 2)
+                   for projection in self.qkv)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / 4, -1)
+        return self.out((weights @ v).transpose(1, 2).reshape(batch, tokens, width))
+
+
+def test_views_of_host_buffers_are_strided_views_and_gemms_are_mm_and_bmm(tmp_path):
+    torch.manual_seed(0)
+    model, x = _Attention().eval(), torch.randn(2, 8, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.matmul(" not in host, host
+    # the weights, read transposed, by the strides they were traced with
+    assert re.findall(r"\(reinterpret\((arg\d+_1), \(32, 32\), \(1, 32\), 0\) "
+                      r"if \1.stride\(\) == \(32, 1\) else \1.transpose\(-2, -1\)\)", host)
+    gemms = re.findall(r"^    (buf\d+) = torch\.(mm|bmm)\(", host, re.MULTILINE)
+    assert [kind for _, kind in gemms].count("bmm") == 2 and len(gemms) == 6, host
+    # their results viewed as laid out contiguously
+    viewed = [result for result, _ in gemms if re.search(rf"= reinterpret\({result}, ", host)]
+    assert len(viewed) == 5 and not re.search(r"= buf\d+\.reshape\(", host), host
+
+
+@pytest.mark.parametrize("bias", [False, True], ids=["cudnn-s-layout", "copying-view"])
+def test_views_of_unknown_layout_or_that_copy_stay_reshapes(bias, tmp_path):
+    """cuDNN picks the layout of a convolution's result, which the host cannot know;
+    a bias kernel's channels-last result is known, but flattening it copies."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, bias=bias), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 5)).eval()
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    (convolved,) = re.findall(r"(buf\d+) = torch\.convolution\(", host)
+    (flattened,) = re.findall(r"= (buf\d+)\.reshape\(\(2, 144,\)\)", host)
+    if bias:
+        assert re.search(rf"{flattened} = empty_strided\(\(2, 4, 6, 6,\), \(144, 1, 24, 4,\)",
+                         host), host
+    else:
+        assert flattened == convolved, host
+    assert "reinterpret(buf" not in host, host
+
+
+def test_an_input_laid_out_otherwise_than_traced_is_viewed_by_its_view_op(monkeypatch,
+                                                                          tmp_path):
+    """A graph split around a native op gets that op's results, whose strides are the
+    fake tensors' prediction: the host program checks an input's strides before it
+    takes the strided view the traced ones give, and takes the view op otherwise."""
+    hosts = []
+    building = target._building_kernels
+
+    def recording(host, *args, **kwargs):
+        hosts.append(host)
+        return building(host, *args, **kwargs)
+    monkeypatch.setattr(target, "_building_kernels", recording)
+
+    def fn(x, w):
+        return torch.relu(x @ w.t())
+    x, w = torch.randn(8, 16), torch.randn(12, 16)
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w), fn(x, w))
+    _, source = generated_files(tmp_path / "dump")
+    (weight,) = re.findall(r"\(reinterpret\((arg\d)_1, \(16, 12\), \(1, 16\), 0\) "
+                           r"if \1_1.stride\(\) == \(16, 1\) else \1_1.transpose\(-2, -1\)\)",
+                           source)
+    column_major = w.t().contiguous().t()
+    assert column_major.stride() != w.stride()
+    (host,) = hosts
+    args = (column_major, x) if weight == "arg0" else (x, column_major)
+    (result,) = host(*args)
+    torch.testing.assert_close(result, fn(x, w))
