@@ -11,12 +11,19 @@ that any other part of the program reads: no kernel or library call after it rea
 old value. This pass marks those results `tessel.in_place`; a target's host then hands
 input k to the kernel as that result's buffer, which saves the allocation and the copy
 back, as Inductor's kernels write an optimizer's states in place.
+
+A marked result's generic also gets an empty init of its own: bufferization (the CPU
+target's) would otherwise give it the buffer of an earlier value whose init was the same
+`tensor.empty` (CSE merges them), and that earlier value would then be written into
+the input before the input's last read.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
+
+from torch_mlir.dialects import tensor
 
 from tessel import ir
 from tessel.passes.buffer_views import view_root
@@ -72,7 +79,10 @@ def writable_in_place(value: ir.Value, argument: ir.Value, returned: list[ir.Val
         return False
     maps = ir.indexing_maps(generic)
     inputs = len(generic.operands) - len(generic.results)
-    written_map = maps[inputs + ir.OpResult(yielded).result_number]
+    written = inputs + ir.OpResult(yielded).result_number
+    if _reads_init(generic, written):
+        return False
+    written_map = maps[written]
     for use in argument.uses:
         user = ir.operation_of(use.owner)
         if user != generic:
@@ -84,6 +94,23 @@ def writable_in_place(value: ir.Value, argument: ir.Value, returned: list[ir.Val
     return True
 
 
+def _reads_init(generic: ir.Operation, operand: int) -> bool:
+    """Whether the body of `generic` reads the init (output operand `operand`)."""
+    return any(True for _ in generic.regions[0].blocks[0].arguments[operand].uses)
+
+
+def _own_init(value: ir.Value) -> None:
+    """Give the generic that computes `value` (writable_in_place) an empty init that no
+    other op shares."""
+    kernel = ir.operation_of(value.owner)
+    generic = sole_generic(kernel)
+    yielded = kernel.regions[0].blocks[0].operations[1].operands[ir.OpResult(value).result_number]
+    operand = len(generic.operands) - len(generic.results) + ir.OpResult(yielded).result_number
+    result = ir.RankedTensorType(value.type)
+    with ir.InsertionPoint(kernel), kernel.location:
+        generic.operands[operand] = tensor.EmptyOp(result.shape, result.element_type).result
+
+
 @register
 @dataclass(frozen=True)
 class WriteInputsInPlacePass(ModulePass):
@@ -93,22 +120,27 @@ class WriteInputsInPlacePass(ModulePass):
     name: ClassVar[str] = "write-inputs-in-place"
 
     def run(self, module: ir.Operation) -> None:
-        for function in ir.ops_where(module, lambda op: op.name == "func.func"):
-            if not function.regions[0].blocks:
+        with module.context:
+            for function in ir.ops_where(module, lambda op: op.name == "func.func"):
+                self._mark(function)
+
+    @staticmethod
+    def _mark(function: ir.Operation) -> None:
+        attributes = result_attributes(function)
+        if not function.regions[0].blocks or not any(NEW_VALUE_OF in named
+                                                     for named in attributes):
+            return
+        block = function.regions[0].blocks[0]
+        returned = list(block.operations[len(block.operations) - 1].operands)
+        claimed: set[int] = set()  # inputs that a result is written into
+        for index, named in enumerate(attributes):
+            if NEW_VALUE_OF not in named:
                 continue
-            attributes = result_attributes(function)
-            if not any(NEW_VALUE_OF in named for named in attributes):
-                continue
-            block = function.regions[0].blocks[0]
-            returned = list(block.operations[len(block.operations) - 1].operands)
-            claimed: set[int] = set()
-            for index, named in enumerate(attributes):
-                if NEW_VALUE_OF not in named:
-                    continue
-                position = ir.IntegerAttr(named[NEW_VALUE_OF]).value
-                if IN_PLACE not in named and position not in claimed and writable_in_place(
-                        returned[index], block.arguments[position], returned):
-                    named[IN_PLACE] = ir.UnitAttr.get()
-                if IN_PLACE in named:
-                    claimed.add(position)
-            set_result_attributes(function, attributes)
+            position = ir.IntegerAttr(named[NEW_VALUE_OF]).value
+            if IN_PLACE not in named and position not in claimed and writable_in_place(
+                    returned[index], block.arguments[position], returned):
+                named[IN_PLACE] = ir.UnitAttr.get()
+                _own_init(returned[index])
+            if IN_PLACE in named:
+                claimed.add(position)
+        set_result_attributes(function, attributes)
