@@ -121,3 +121,26 @@ func.func @negative_also_returned_as_a_view(%x: tensor<8xf32>) -> (tensor<2x4xf3
   %view = tensor.expand_shape %new [[0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
   return %view, %new : tensor<2x4xf32>, tensor<8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// A runtime check anywhere in the function: a failed one runs the call eagerly, which
+// must read the inputs as they were. Nothing is written in place.
+// CHECK-LABEL: func.func @negative_runtime_check
+// CHECK-NOT:     tessel.in_place
+func.func @negative_runtime_check(%x: tensor<8xf32>, %ok: i1) -> (tensor<8xf32> {tessel.new_value_of = 0 : i64}) {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %new = "tkern.kernel"() ({
+    %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+    ^bb0(%xi: f32, %o: f32):
+      %y = arith.addf %xi, %one : f32
+      linalg.yield %y : f32
+    } -> tensor<8xf32>
+    "tkern.yield"(%n) : (tensor<8xf32>) -> ()
+  }) {sym_name = "k0"} : () -> tensor<8xf32>
+  cf.assert %ok, "a size check"
+  return %new : tensor<8xf32>
+}

@@ -12,7 +12,9 @@ old value. This pass marks those results `tessel.in_place`; a target's host then
 input k to the kernel as that result's buffer, which saves the allocation and the copy
 back, as Inductor's kernels write an optimizer's states in place.
 
-A marked result's generic also gets an empty init of its own: bufferization (the CPU
+Nothing is marked in a function with runtime checks: a failed one runs the call
+eagerly, on the inputs as they were before it. A marked result's generic also gets an
+empty init of its own: bufferization (the CPU
 target's) would otherwise give it the buffer of an earlier value whose init was the same
 `tensor.empty` (CSE merges them), and that earlier value would then be written into
 the input before the input's last read.
@@ -129,6 +131,10 @@ class WriteInputsInPlacePass(ModulePass):
         attributes = result_attributes(function)
         if not function.regions[0].blocks or not any(NEW_VALUE_OF in named
                                                      for named in attributes):
+            return
+        if ir.ops_where(function, lambda op: op.name == "cf.assert"):
+            # A failed runtime check runs the call eagerly (eager_fallback.py), which
+            # must find the inputs as they were, not written by the kernels before it.
             return
         block = function.regions[0].blocks[0]
         returned = list(block.operations[len(block.operations) - 1].operands)
