@@ -14,10 +14,10 @@ back, as Inductor's kernels write an optimizer's states in place.
 
 Nothing is marked in a function with runtime checks: a failed one runs the call
 eagerly, on the inputs as they were before it. A marked result's generic also gets an
-empty init of its own: bufferization (the CPU
-target's) would otherwise give it the buffer of an earlier value whose init was the same
-`tensor.empty` (CSE merges them), and that earlier value would then be written into
-the input before the input's last read.
+empty init of its own: bufferization (the CPU target's) would otherwise give it the
+buffer of an earlier value whose init was the same `tensor.empty` (CSE merges them),
+and that earlier value would then be written into the input before the input's last
+read.
 """
 
 from __future__ import annotations
@@ -62,53 +62,54 @@ def in_place_results(function: ir.Operation) -> dict[int, int]:
             if IN_PLACE in named and NEW_VALUE_OF in named}
 
 
+def _written_operand(value: ir.Value) -> tuple[ir.Operation, int] | None:
+    """(The generic, the index of its init operand) that computes `value`, where
+    `value` is a result of a kernel that is one linalg.generic; else None."""
+    kernel = ir.operation_of(value.owner)
+    generic = sole_generic(kernel)
+    if generic is None:
+        return None
+    yielded = kernel.regions[0].blocks[0].operations[1].operands[
+        ir.OpResult(value).result_number]
+    if ir.operation_of(yielded.owner) != generic:
+        return None
+    inputs = len(generic.operands) - len(generic.results)
+    return generic, inputs + ir.OpResult(yielded).result_number
+
+
 def writable_in_place(value: ir.Value, argument: ir.Value, returned: list[ir.Value]) -> bool:
     """Whether `value`, returned once as the new value of `argument`, may be written into
     `argument`'s storage: it is a result of a kernel that is one element-wise
     linalg.generic, of `argument`'s static type, no view of it is returned beside it, and
     `argument` is read by that generic alone, at the point it writes `value` (each
     program of the kernel reads the points it writes before it writes them)."""
-    kernel = ir.operation_of(value.owner)
-    generic = sole_generic(kernel)
-    if generic is None or not elementwise(generic) or value.type != argument.type \
+    written = _written_operand(value)
+    if written is None or value.type != argument.type \
             or not ir.ShapedType(value.type).has_static_shape:
+        return False
+    generic, operand = written
+    # An init the body reads is a value, which _own_init would drop.
+    if not elementwise(generic) or any(
+            True for _ in generic.regions[0].blocks[0].arguments[operand].uses):
         return False
     if sum(1 for other in returned if view_root(other) == value) != 1:
         return False
-    yielded = kernel.regions[0].blocks[0].operations[1].operands[
-        ir.OpResult(value).result_number]
-    if ir.operation_of(yielded.owner) != generic:
-        return False
     maps = ir.indexing_maps(generic)
-    inputs = len(generic.operands) - len(generic.results)
-    written = inputs + ir.OpResult(yielded).result_number
-    if _reads_init(generic, written):
-        return False
-    written_map = maps[written]
     for use in argument.uses:
-        user = ir.operation_of(use.owner)
-        if user != generic:
-            # A reader other than the generic: another kernel, a view, a library call,
-            # or an op of the same kernel (a size), which may read it after the write.
-            return False
-        if str(maps[use.operand_number]) != str(written_map):
+        # A reader other than the generic (another kernel, a view, a library call, an
+        # op of the same kernel) may read the input after the write.
+        if ir.operation_of(use.owner) != generic or \
+                str(maps[use.operand_number]) != str(maps[operand]):
             return False
     return True
-
-
-def _reads_init(generic: ir.Operation, operand: int) -> bool:
-    """Whether the body of `generic` reads the init (output operand `operand`)."""
-    return any(True for _ in generic.regions[0].blocks[0].arguments[operand].uses)
 
 
 def _own_init(value: ir.Value) -> None:
     """Give the generic that computes `value` (writable_in_place) an empty init that no
     other op shares."""
-    kernel = ir.operation_of(value.owner)
-    generic = sole_generic(kernel)
-    yielded = kernel.regions[0].blocks[0].operations[1].operands[ir.OpResult(value).result_number]
-    operand = len(generic.operands) - len(generic.results) + ir.OpResult(yielded).result_number
+    generic, operand = _written_operand(value)
     result = ir.RankedTensorType(value.type)
+    kernel = ir.operation_of(value.owner)
     with ir.InsertionPoint(kernel), kernel.location:
         generic.operands[operand] = tensor.EmptyOp(result.shape, result.element_type).result
 
