@@ -4,14 +4,18 @@ The steps are the tests' tiny models (tests/test_models.py: an MLP, a CNN with b
 norms, a transformer encoder layer) trained as tests/test_training.py trains them:
 zero_grad, forward, MSE loss, backward and a foreach Adam step, compiled as one
 function with options={"target": "triton"}. Each runs under TRITON_INTERPRET=1 on CPU
-tensors, once with the gpu pipeline as it is and once without fuse-horizontally, each
-against an eager copy of the model (the loss after the last warm-up step must match
-eager's). Then the optimizer's step alone, a foreach Adam over 160 parameters, compiled
+tensors, with the gpu pipeline as it is, without fuse-horizontally and without
+write-inputs-in-place, each against an eager copy of the model (the loss after the
+last warm-up step must match eager's). Then the optimizer's step alone, a foreach Adam over 160 parameters, compiled
 and run as dry runs only.
 
 Per step, after warm-up:
 - launches: the host programs' kernel launches (forward, backward and the optimizer's
   graph together);
+- buffers: the buffers the host programs allocate (torch.empty_strided calls of a dry
+  run's step), and of the inputs the graphs write (parameters, optimizer states,
+  running statistics), how many their kernels wrote in place and how many were copied
+  back from a result (tessel.stats()'s per-call counters);
 - host ms: the median CPU time (time.process_time, on one thread: on a shared
   machine, other processes' load inflates wall time, not this) of a whole step run
   as a dry run (launcher.recorded_launches:
@@ -63,11 +67,11 @@ def train_step(model: torch.nn.Module):
     return step
 
 
-def without_horizontal_fusion() -> str:
-    """The gpu pipeline less its fuse-horizontally pass."""
+def without(pass_name: str) -> str:
+    """The gpu pipeline less its pass `pass_name`."""
     text = lookup_pipeline("gpu")
-    assert ",fuse-horizontally)" in text
-    return text.replace(",fuse-horizontally)", ")")
+    assert f",{pass_name}," in text or text.endswith(f",{pass_name})"), text
+    return text.replace(f",{pass_name},", ",").replace(f",{pass_name})", ")")
 
 
 def measure(build, pipeline: str | None, steps: int) -> dict:
@@ -91,13 +95,38 @@ def measure(build, pipeline: str | None, steps: int) -> dict:
 
     def step():
         compiled(inputs, target)
-    per_step = len(recorded_launches(step, ()))
+    return {**counted_step(step), "host_ms": host_milliseconds(step, steps)}
+
+
+def counted_step(step) -> dict:
+    """Launches, host buffer allocations and input writes of one dry run of `step`."""
+    allocations = 0
+    empty_strided = torch.empty_strided
+
+    def counted(*args, **kwargs):
+        nonlocal allocations
+        allocations += 1
+        return empty_strided(*args, **kwargs)
+    tessel.reset_stats()
+    torch.empty_strided = counted
+    try:
+        launches = len(recorded_launches(step, ()))
+    finally:
+        torch.empty_strided = empty_strided
+    stats = tessel.stats()
+    return {"launches": launches, "buffers": allocations,
+            "in_place": stats["inputs_written_in_place"],
+            "copied_back": stats["inputs_copied_back"]}
+
+
+def host_milliseconds(step, steps: int) -> float:
+    """The median CPU time of `steps` dry runs of `step`, in ms."""
     times = []
     for _ in range(steps):
         start = time.process_time()
         recorded_launches(step, ())
         times.append(time.process_time() - start)
-    return {"launches": per_step, "host_ms": statistics.median(times) * 1e3}
+    return statistics.median(times) * 1e3
 
 
 # The optimizer's step alone: foreach Adam over 160 parameters, small so that the CPU's
@@ -119,13 +148,13 @@ def measure_optimizer_step(pipeline: str | None, steps: int) -> dict:
     compiled = torch.compile(torch.optim.Adam(parameters, foreach=True).step,
                              backend="mlir", options=options)
     for _ in range(WARMUP_STEPS):
-        launches = recorded_launches(compiled, ())
-    times = []
-    for _ in range(steps):
-        start = time.process_time()
         recorded_launches(compiled, ())
-        times.append(time.process_time() - start)
-    return {"launches": len(launches), "host_ms": statistics.median(times) * 1e3}
+    return {**counted_step(compiled), "host_ms": host_milliseconds(compiled, steps)}
+
+
+def row(result: dict) -> str:
+    return (f"{result['launches']} | {result['buffers']} | {result['in_place']} / "
+            f"{result['copied_back']} | {result['host_ms']:.2f} |")
 
 
 def main() -> None:
@@ -136,18 +165,19 @@ def main() -> None:
         sys.exit("run with TRITON_INTERPRET=1 (kernels run in Triton's interpreter)")
     torch.set_num_threads(1)  # the 2-core VM: no thread pool waiting on a busy core
     torch.set_flush_denormal(True)  # dry-run buffers hold garbage, denormals among it
-    print("| model | pipeline | launches a step | host ms a step (median) |")
-    print("|---|---|---|---|")
-    pipelines = (("gpu", None), ("gpu without fuse-horizontally", without_horizontal_fusion()))
+    print("| model | pipeline | launches a step | buffers allocated a step | inputs written "
+          "in place / copied back a step | host ms a step (median) |")
+    print("|---|---|---|---|---|---|")
+    pipelines = (("gpu", None),
+                 *((f"gpu without {name}", without(name))
+                   for name in ("fuse-horizontally", "write-inputs-in-place")))
     for name, build in MODELS.items():
         for label, pipeline in pipelines:
-            result = measure(build, pipeline, args.steps)
-            print(f"| {name} | {label} | {result['launches']} | {result['host_ms']:.2f} |",
+            print(f"| {name} | {label} | {row(measure(build, pipeline, args.steps))}",
                   flush=True)
     for label, pipeline in pipelines:
-        result = measure_optimizer_step(pipeline, args.steps)
         print(f"| Adam step alone, {len(OPTIMIZER_SHAPES)} parameters | {label} | "
-              f"{result['launches']} | {result['host_ms']:.2f} |", flush=True)
+              f"{row(measure_optimizer_step(pipeline, args.steps))}", flush=True)
 
 
 if __name__ == "__main__":

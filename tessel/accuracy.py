@@ -80,6 +80,11 @@ def expose_kernel_results(module: ir.Module, graph_order: dict[str, int]
         return_op.erase()
         main.operation.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
             main.type.inputs, [v.type for v in new_return.operands]))
+        # The bisection's build leaves the caller's inputs as they are: nothing is
+        # written in place (write-inputs-in-place), and no result attributes are left
+        # for results the function no longer has alone.
+        if "res_attrs" in main.operation.attributes:
+            del main.operation.attributes["res_attrs"]
     return exposed
 
 

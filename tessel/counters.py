@@ -21,6 +21,9 @@ _EMPTY = {
     "kernels_loaded_from_cubins": 0,  # ... loaded from the graph cache without Triton's JIT
     "accuracy_failures": 0,         # calls whose compiled result differed (check_accuracy)
     "cuda_graphs_declined": 0,      # reduce-overhead captures slower than plain launches
+    # Per call of a compiled graph that writes its inputs (not per CUDA graph replay):
+    "inputs_written_in_place": 0,   # inputs its kernels wrote in place
+    "inputs_copied_back": 0,        # inputs written from a result after the call
     "compile_seconds": {},          # stage name -> seconds, summed over graphs
 }
 _stats = copy.deepcopy(_EMPTY)

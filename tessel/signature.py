@@ -68,6 +68,10 @@ class GraphSignature:
     # The positions of the inputs the graph writes (input_mutations.py): the compiled
     # graph returns their new values after its own results.
     mutated_inputs: tuple[int, ...] = ()
+    # Results that are the new value of an input the graph writes and no other output,
+    # by result index: that input's position. The compiled code may write them into the
+    # input (passes/write_inputs_in_place.py).
+    new_values: dict[int, int] = field(default_factory=dict)
     # For a forward or backward: the stack trace of the code that computed each output,
     # which an error names when a replay has overwritten an output that is read later.
     output_stack_traces: list[str | None] = field(default_factory=list)

@@ -7,6 +7,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch._dynamo  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import tessel  # noqa: E402
 
@@ -47,3 +48,15 @@ def parameters_with_gradients(shapes: list[tuple[int, ...]]) -> list[torch.nn.Pa
     for p in made:
         p.grad = torch.randn_like(p)
     return made
+
+
+class CountedOps(TorchDispatchMode):
+    """While active, counts the aten ops dispatched, by name (`calls`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls[str(func)] = self.calls.get(str(func), 0) + 1
+        return func(*args, **(kwargs or {}))

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tessel
-from conftest import assert_compiled, parameters_with_gradients
+from conftest import CountedOps, assert_compiled, parameters_with_gradients
 from test_models import cnn_with_batch_norm, mlp, on, transformer_encoder_layer
 
 STEPS = 20
@@ -67,21 +67,12 @@ def test_multi_tensor_adam_compiles_without_fallback(device):
     assert_compiled(min_graphs=2)
 
 
-def test_an_optimizer_step_writes_parameters_and_states_with_one_foreach_copy(device):
+def test_an_optimizer_step_writes_parameters_and_states_in_place(device):
     """The step's graph keeps its input mutations (new parameters and momentum
-    buffers): the compiled host writes them all with one `_foreach_copy_`, not one
-    `copy_` per tensor from aot_autograd's wrapper, and they equal eager's."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class CountedOps(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.calls: dict[str, int] = {}
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.calls[str(func)] = self.calls.get(str(func), 0) + 1
-            return func(*args, **(kwargs or {}))
-
+    buffers): its kernels write them into the parameters and buffers
+    (passes/write_inputs_in_place.py), with no copy, neither one `copy_` per tensor from
+    aot_autograd's wrapper nor the host's `_foreach_copy_`, and no buffer allocated for
+    them; they equal eager's."""
     def parameters() -> list[torch.nn.Parameter]:
         torch.manual_seed(0)
         made = [torch.nn.Parameter(torch.randn(8, 8, device=device)) for _ in range(6)]
@@ -98,8 +89,7 @@ def test_an_optimizer_step_writes_parameters_and_states_with_one_foreach_copy(de
     with CountedOps() as counted:
         compiled_step()
     eager_step()
-    assert counted.calls.get("aten._foreach_copy_.default") == 1, counted.calls
-    assert "aten.copy_.default" not in counted.calls, counted.calls
+    assert not any("copy" in op or "empty" in op for op in counted.calls), counted.calls
     for compiled, eager in zip(compiled_params, eager_params):
         torch.testing.assert_close(compiled, eager)
     assert_compiled(min_graphs=2)

@@ -213,7 +213,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
         orders = {}
         if not target.reads_strided_inputs:
             prepared, orders = permuting_inputs(prepared)
-        import_module, signature = prepare_graph(prepared, target.devices())
+        import_module, signature = prepare_graph(prepared, target.devices(), mutated_inputs(gm))
         signature.inputs = [dataclasses.replace(arg, permutation=orders[arg.name])
                             if arg.name in orders else arg for arg in signature.inputs]
         signature.mutated_inputs = mutated_inputs(gm)
@@ -239,7 +239,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
         return checking_indices(host, signature), kernels, None
     with stages.timed("import"):
         try:
-            module = import_graph(import_module.graph)
+            module = import_graph(import_module.graph, signature.new_values)
         except Exception as error:  # the importer raises many kinds
             message = f"{type(error).__name__}: {error}"
             raise CompileFailure("import", message, torch_op_named_in(message)) from error

@@ -8,12 +8,13 @@ import torch.fx
 from torch_mlir.extras.fx_importer import ContextCache, FxImporter
 
 from tessel import ir
+from tessel.passes.write_inputs_in_place import NEW_VALUE_OF, set_result_attributes
 
 ENTRY_POINT = "main"
 _TORCH_OP = re.compile(r"torch\.(?:aten|prims|prim|operator)\.[A-Za-z0-9_.]+|aten\.[A-Za-z0-9_.]+")
 
 
-def import_graph(graph: torch.fx.Graph) -> ir.Module:
+def import_graph(graph: torch.fx.Graph, new_values: dict[int, int] | None = None) -> ir.Module:
     """Import an aot_autograd graph into the shared context as `func.func @main`.
 
     The entry point is marked `llvm.emit_c_interface` so that a JIT can call it with
@@ -21,6 +22,8 @@ def import_graph(graph: torch.fx.Graph) -> ir.Module:
     the FX node it comes from (`loc("mul_1"(...))`), so that a kernel can be traced
     back to the nodes whose values it computes: a kernel that fails to build falls
     back for those nodes alone, and check_accuracy names the kernel that differs.
+    Result i in `new_values` is marked `tessel.new_value_of` the input position
+    new_values[i] (passes/write_inputs_in_place.py).
     """
     importer = FxImporter(context=ir.context())
     _name_locations_after_nodes(importer)
@@ -30,6 +33,12 @@ def import_graph(graph: torch.fx.Graph) -> ir.Module:
         for op in module.body.operations:
             if op.operation.name == "func.func":
                 op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                if new_values:
+                    index_type = ir.IntegerType.get_signless(64)
+                    set_result_attributes(op.operation, [
+                        {NEW_VALUE_OF: ir.IntegerAttr.get(index_type, new_values[i])}
+                        if i in new_values else {}
+                        for i in range(len(op.type.results))])
     return module
 
 

@@ -10,7 +10,11 @@ step in all, and with their allocations about half the step's host time).
 
 The compiled graph computes the new values as extra results instead (MLIR functions
 take no mutable inputs), and its host writes them into the inputs with one
-`torch._foreach_copy_`, inside the CUDA graph where the mode replays one.
+`torch._foreach_copy_`, inside the CUDA graph where the mode replays one. Where the
+kernel that computes a new value is free to write it straight into its input
+(passes/write_inputs_in_place.py: an element-wise kernel, the input's only reader),
+the host hands it the input as that result's buffer and returns the input itself:
+that input is neither allocated for nor copied into.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Callable
 
 import torch
 import torch.fx
+
+from tessel import counters
 
 _COPY = torch.ops.aten.copy_.default
 
@@ -64,13 +70,22 @@ def mutations_as_results(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 
 def writing_inputs(run: Callable, mutated: tuple[int, ...]) -> Callable:
     """`run`, a compiled `mutations_as_results` graph, writing its extra results into
-    the inputs at `mutated` and returning the rest."""
+    the inputs at `mutated` and returning the rest. A result that is its input itself
+    was written in place by the compiled code: not copied."""
     if not mutated:
         return run
 
     def written(*args):
         results = run(*args)
         kept = len(results) - len(mutated)
-        torch._foreach_copy_([args[i] for i in mutated], list(results[kept:]))
+        inputs, new_values = [], []
+        for i, value in zip(mutated, results[kept:]):
+            if value is not args[i]:
+                inputs.append(args[i])
+                new_values.append(value)
+        if inputs:
+            torch._foreach_copy_(inputs, new_values)
+        counters.count("inputs_written_in_place", len(mutated) - len(inputs))
+        counters.count("inputs_copied_back", len(inputs))
         return results[:kept]
     return written

@@ -335,10 +335,12 @@ def _place_created_tensors_on_cpu(graph: torch.fx.Graph) -> None:
             node.kwargs = {**node.kwargs, "device": torch.device("cpu")}
 
 
-def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset({"cpu"})
-                  ) -> tuple[torch.fx.GraphModule, GraphSignature]:
+def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset({"cpu"}),
+                  mutated: tuple[int, ...] = ()) -> tuple[torch.fx.GraphModule, GraphSignature]:
     """The graph to import (op-made tensor outputs only) and the host-side signature;
-    tensor inputs must live on one of `devices` (those the target runs on)."""
+    tensor inputs must live on one of `devices` (those the target runs on). The last
+    outputs of `gm` are the new values of the inputs at `mutated`
+    (input_mutations.mutations_as_results)."""
     for node in gm.graph.nodes:
         if node.op != "call_function":
             continue
@@ -365,10 +367,13 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
 
     kernel_outputs: list[torch.fx.Node] = []
     results: list[TensorResult] = []
+    # How many outputs each result is, or is viewed by.
+    result_outputs: list[int] = []
 
     def kernel_result(node: torch.fx.Node, what: str) -> str:
         """The host name of `node` computed by the kernel (one result per node)."""
         if node in kernel_outputs:
+            result_outputs[kernel_outputs.index(node)] += 1
             return f"out{kernel_outputs.index(node)}"
         value = node.meta.get("val")
         if not isinstance(value, torch.Tensor):
@@ -383,6 +388,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             stride = tuple(_printer_expr(s, bound, what) for s in value.stride())
         kernel_outputs.append(node)
         results.append(TensorResult(value.dtype, shape, stride))
+        result_outputs.append(1)
         return f"out{len(kernel_outputs) - 1}"
 
     def as_passed(placeholder: torch.fx.Node) -> str:
@@ -393,6 +399,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
         return name
 
     returns: list[str] = []
+    output_results: dict[int, int] = {}  # output position -> the result it is, as it is
     for position, out in enumerate(fx_outputs):
         what = f"output {position} ({getattr(out, 'name', out)})"
         root, views = view_chain(out)
@@ -417,11 +424,17 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             returns.append(view.format(kernel_result(root, what)))
         else:
             returns.append(kernel_result(out, what))
+            output_results[position] = kernel_outputs.index(out)
 
     import_graph.output(tuple(value_map[n] for n in kernel_outputs))
     import_graph.eliminate_dead_code()
     signature = GraphSignature(inputs, bindings, results, returns,
                                [str(n.target) for n in gm.graph.nodes if n.op == "call_function"],
                                _index_checks(gm))
+    first_new_value = len(fx_outputs) - len(mutated)
+    signature.new_values = {
+        output_results[position]: input_position
+        for position, input_position in enumerate(mutated, first_new_value)
+        if position in output_results and result_outputs[output_results[position]] == 1}
     # The module owns the graph's constants (get_attr targets) that the importer reads.
     return torch.fx.GraphModule(gm, import_graph), signature

@@ -9,7 +9,7 @@ from tessel import ir
 from tessel.passes.registry import ModulePass, register
 
 
-def _elementwise(op: ir.Operation) -> bool:
+def elementwise(op: ir.Operation) -> bool:
     """A linalg.generic of parallel loops whose results are written at their points."""
     if op.name != "linalg.generic":
         return False
@@ -49,7 +49,7 @@ def _only_returned(value: ir.Value) -> bool:
 def _fusable(producer: ir.Operation):
     """(consumer, operand index) where `producer` fuses into its one element-wise reader,
     its other users all returning its result; else None."""
-    if not _elementwise(producer) or len(producer.results) != 1:
+    if not elementwise(producer) or len(producer.results) != 1:
         return None
     block = producer.regions[0].blocks[0]
     if any(True for _ in block.arguments[len(block.arguments) - 1].uses):
@@ -66,7 +66,7 @@ def _fusable(producer: ir.Operation):
     if returns == 0 or len(readers) != 1:
         return None
     consumer, operand = readers[0]
-    if consumer is None or not _elementwise(consumer) or consumer.parent != producer.parent:
+    if consumer is None or not elementwise(consumer) or consumer.parent != producer.parent:
         return None
     if not all(_only_returned(result) for result in consumer.results):
         return None  # a reader that feeds further work: kept for the row fusion after

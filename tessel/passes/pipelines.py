@@ -42,7 +42,8 @@ register_pipeline(
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.
     + _fusion("fuse-tiles{gemm-epilogues=false}") +
     "tile-for-threads,contiguous-innermost-loop,"
-    "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels)",
+    "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels,"
+    "write-inputs-in-place)",
     "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",
 )
 
@@ -137,7 +138,7 @@ def _gpu(templates: bool) -> str:
                   producers="concat-as-gather,inline-gathered-producers,"
                             "duplicate-cheap-producers,") +
         "form-kernels," + (epilogues if templates else "")
-        + "choose-gpu-blocks,fuse-horizontally)")
+        + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place)")
 
 
 register_pipeline(

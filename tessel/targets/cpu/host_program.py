@@ -42,8 +42,13 @@ class HostProgram:
     slot_count: int
 
 
-def generate(signature: GraphSignature, abi: EntryPointAbi, graph_name: str) -> HostProgram:
-    """The host program of one graph, with the slot layout of its entry point's arguments."""
+def generate(signature: GraphSignature, abi: EntryPointAbi, graph_name: str,
+             in_place: dict[int, int] | None = None) -> HostProgram:
+    """The host program of one graph, with the slot layout of its entry point's
+    arguments. Result i in `in_place` (write-inputs-in-place) is written into the input
+    at position in_place[i], as it is passed (a contiguous copy is written instead, and
+    copied back by the caller: input_mutations.writing_inputs)."""
+    in_place = in_place or {}
     if len(abi.inputs) != len(signature.inputs) or len(abi.results) != len(signature.results):
         raise ValueError(
             f"entry point has {len(abi.inputs)} inputs/{len(abi.results)} results, graph "
@@ -74,7 +79,12 @@ def generate(signature: GraphSignature, abi: EntryPointAbi, graph_name: str) -> 
             offset += 1
     for index, result in enumerate(signature.results):
         shape = ", ".join(result.shape) + ("," if len(result.shape) == 1 else "")
-        body.append(f"out{index} = _empty(({shape}), dtype={result.dtype})")
+        written = signature.inputs[in_place[index]] if index in in_place else None
+        if written is not None and written.permutation is None:
+            # The kernel writes the contiguous result into the contiguous input.
+            body.append(f"out{index} = {written.name}")
+        else:
+            body.append(f"out{index} = _empty(({shape}), dtype={result.dtype})")
         slot_values.append(_descriptor(f"out{index}"))
         arguments.append(f"memref:{offset}")
         offset += 3 + 2 * len(result.shape)

@@ -12,6 +12,7 @@ from tessel.passes.pipeline import top_level_elements
 from tessel.passes.registry import lookup_pipeline
 from tessel.passes.report_failed_checks import CHECK_MESSAGES
 from tessel.passes.time_kernels import KERNEL_LABELS, KERNEL_TIMER
+from tessel.passes.write_inputs_in_place import in_place_results
 from tessel.signature import GraphSignature
 from tessel.stages import Stages
 from tessel.targets.base import Target
@@ -71,6 +72,18 @@ def count_kernels(module: ir.Module) -> int:
     return len(ir.ops_where(module.operation, is_kernel))
 
 
+def _tensor_main(module: ir.Module) -> ir.Operation | None:
+    """`main` while it still returns tensors (before bufferization makes its results
+    out-params), else None."""
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == ENTRY_POINT:
+            results = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).results
+            if results and all(isinstance(t, ir.RankedTensorType) for t in results):
+                return op
+    return None
+
+
 class CpuTarget(Target):
     name: ClassVar[str] = "cpu"
     default_pipeline: ClassVar[str] = "cpu"
@@ -84,7 +97,8 @@ class CpuTarget(Target):
         its output (with locations) as `kernel_ir`, from which tessel.accuracy rebuilds
         it with every kernel's result exposed."""
         abi = entry_point_abi(module)
-        module, kernels, kernel_ir = self._run_pipelines(module, options, stages, resume_after)
+        module, kernels, kernel_ir, in_place = self._run_pipelines(module, options, stages,
+                                                                   resume_after)
         failed_checks: list[int] = []
         # The compiled code reports a failed runtime check through this function.
         report_check = runtime_symbols.CHECK_CALLBACK(failed_checks.append)
@@ -103,7 +117,7 @@ class CpuTarget(Target):
                 engine.raw_register_runtime(CONVOLUTION_CALL,
                                             ctypes.cast(convolve, ctypes.c_void_p))
             entry_point = engine.lookup(ENTRY_POINT)
-        program = host_program.generate(signature, abi, stages.dump.graph_name)
+        program = host_program.generate(signature, abi, stages.dump.graph_name, in_place)
         stages.write("host_program.py", lambda: program.source)
         host = host_program.build(program, entry_point, failed_checks, check_messages(module))
         # The JIT'd code and its callback live as long as the host program.
@@ -123,10 +137,12 @@ class CpuTarget(Target):
 
     def _run_pipelines(self, module: ir.Module, options, stages: Stages,
                        resume_after: str | None
-                       ) -> tuple[ir.Module, int, tuple[str, str] | None]:
+                       ) -> tuple[ir.Module, int, tuple[str, str] | None, dict[int, int]]:
         """Run the pipeline one named stage at a time (one dump per stage); returns the
         final module, the number of kernels, as formed in the stage that forms them,
-        and (if checking accuracy) that stage's name and output with locations."""
+        (if checking accuracy) that stage's name and output with locations, and the
+        results of main that its kernels write into inputs, as the last stage whose
+        main still returns tensors marks them (write-inputs-in-place)."""
         named_stages = ([("pipeline", options.pipeline)] if options.pipeline is not None
                         else self.named_stages())
         names = [name for name, _ in named_stages]
@@ -137,11 +153,14 @@ class CpuTarget(Target):
         if resume_after is not None:
             remaining = set(self.stage_names_after(resume_after))
             named_stages = [(name, text) for name, text in named_stages if name in remaining]
-        kernels, kernel_ir = 0, None
+        kernels, kernel_ir, in_place = 0, None, {}
         for name, element in named_stages:
             module = stages.run_pipeline(module, name, element)
             formed = count_kernels(module)
             if formed > kernels and options.check_accuracy:
                 kernel_ir = (name, module.operation.get_asm(enable_debug_info=True))
             kernels = max(kernels, formed)
-        return module, kernels, kernel_ir
+            main = _tensor_main(module)
+            if main is not None:
+                in_place = in_place_results(main)
+        return module, kernels, kernel_ir, in_place

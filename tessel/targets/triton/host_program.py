@@ -18,6 +18,7 @@ from tessel.passes.buffer_views import view_root
 from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
 from tessel.passes.fuse_horizontally import COMBO, combo_members
+from tessel.passes.write_inputs_in_place import in_place_results
 from tessel.signature import GraphSignature, TensorInput
 from tessel.targets.triton import cuda_graph_trees, sizes, strided_views
 from tessel.targets.triton.dtypes import TORCH_DTYPES, element_name, scalar_literal
@@ -363,6 +364,11 @@ class _HostWriter:
             and ir.ShapedType(argument.type).has_static_shape
             and ir.ShapedType(argument.type).rank == len(graph_input.stride)}
         self.ops = [op.operation for op in block.operations]
+        # Results that their kernel writes into the input they are the new value of
+        # (write-inputs-in-place), to that input's name.
+        returned = self.ops[-1].operands
+        self.in_place = {returned[index]: signature.inputs[position].name
+                         for index, position in in_place_results(main.operation).items()}
         self.skipped_fills = {op.results[0] for op in self.ops
                               if op.results and _skipped_fill(op.results[0])}
         # Zero padding of a convolution's input goes into the convolution's `padding`.
@@ -522,6 +528,20 @@ class _HostWriter:
             tuple(shape), tuple(_strides(shape, value in self.channels_last)))
         return name
 
+    def input_as_buffer(self, value: ir.Value, shape: list[int], element: str) -> str:
+        """The buffer of `value`, which its kernel may write into the input it is the
+        new value of (write-inputs-in-place): that input, where its layout is the one a
+        new buffer would have (any other could overlap itself), else a new buffer. The
+        host returns the input itself as the new value, which is then not copied."""
+        source = self.in_place[value]
+        strides = _shape_text(_strides(shape, value in self.channels_last))
+        name = self.bind(value, f"{source} if {source}.stride() == {strides} else "
+                                f"{self.empty(value, shape, element)}", [source], fresh=False)
+        # A launch writes it: launch_mode checks its alignment as for inputs read.
+        if source not in self.inputs_read_by_kernels:
+            self.inputs_read_by_kernels.append(source)
+        return name
+
     def shape_of(self, value: ir.Value) -> list[int | str]:
         """`value`'s sizes as host Python: literals, or expressions of the inputs."""
         try:
@@ -628,7 +648,10 @@ class _HostWriter:
         for result, buffer in zip(op.results, kernel.results):
             with self.reading() as shape_reads:
                 shape = [self.size(extent) for extent in buffer.shape]
-            outputs.append(self.allocate(result, shape, buffer.element, shape_reads))
+            if result in self.in_place:
+                outputs.append(self.input_as_buffer(result, shape, buffer.element))
+            else:
+                outputs.append(self.allocate(result, shape, buffer.element, shape_reads))
         reads += outputs
         ranks = [value.type.rank for value in kernel.inputs] + \
             [len(buffer.shape) for buffer in kernel.results]
