@@ -1,0 +1,330 @@
+"""torch-mlir's end-to-end test suite run against tessel, on demand (not in CI).
+
+Each of the suite's tests (a small torch.nn.Module and the calls made on it) runs as
+torch-mlir's framework runs it for a backend: an eager golden trace first
+(`generate_golden_trace`), then the module compiled with `torch.compile(module,
+backend="mlir")` (CPU target, default options, fallback on, as a user runs it) called on
+the same inputs, its outputs judged by the framework's own report (`SingleTestReport`:
+allclose at rtol 1e-3, atol 1e-7, dtypes and shapes equal). Per test: pass, wrong, error
+(the exception's type and first line, and whether it reached the caller as Dynamo's
+BackendCompilerFailed), timeout, crash, or eager_error (the eager reference itself
+raised, nothing for tessel to match). Tests torch-mlir expects to fail in every config
+(`COMMON_TORCH_MLIR_LOWERING_XFAILS`) run too, and are reported apart.
+
+The suite's source is not part of tessel: `--source` names the python directory of a
+torch-mlir checkout (`projects/pt1/python`). Tests run one after another in a worker
+process, restarted after a crash or a timeout, so one test cannot stop the run; every
+result is appended to the JSONL file as it comes, and the markdown report is written
+from that file at the end.
+
+    python -m benchmarks.torch_mlir_e2e --source /tmp/torch-mlir/projects/pt1/python \
+        --source-commit 0029fc2e [--filter 'Softmax'] [--timeout 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import ast
+import datetime
+import importlib
+import inspect
+import json
+import multiprocessing
+import re
+import sys
+import time
+import types
+import warnings
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from benchmarks.models.measure import environment
+from benchmarks.models.suite import git_commit
+from benchmarks.run import table
+
+RESULTS = Path(__file__).resolve().parent / "results" / "torch_mlir_e2e_cpu.jsonl"
+STATUSES = ("pass", "wrong", "error", "timeout", "crash", "eager_error")
+# Seconds a worker may take to start and import the suite before its first test.
+START_SECONDS = 300
+
+
+def import_suite(source: str) -> tuple[dict, dict]:
+    """The suite's tests by name, imported from `source`, and the suite modules that
+    could not be imported (name: error), such as vision_models without torchvision.
+    The modules are those `register_all_tests` imports, read from its source and
+    imported one by one, so that one missing package costs only its module's tests.
+    torch-mlir's framework imports the `multiprocess` package (a fork of
+    multiprocessing) for its own parallel runner, which this runner does not use:
+    where that package is missing, a stand-in that only satisfies the import takes
+    its place."""
+    if "multiprocess" not in sys.modules:
+        try:
+            import multiprocess  # noqa: F401, PLC0415
+        except ImportError:
+            stand_in = types.ModuleType("multiprocess")
+            stand_in.set_start_method = lambda *args, **kwargs: None
+            stand_in.cpu_count = multiprocessing.cpu_count
+            sys.modules["multiprocess"] = stand_in
+    sys.path.insert(0, source)
+    from torch_mlir_e2e_test import test_suite  # noqa: PLC0415
+    from torch_mlir_e2e_test.registry import GLOBAL_TEST_REGISTRY  # noqa: PLC0415
+
+    registering = next(node for node in ast.parse(inspect.getsource(test_suite)).body
+                       if isinstance(node, ast.FunctionDef) and node.name == "register_all_tests")
+    missing = {}
+    for node in ast.walk(registering):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:
+            for alias in node.names:
+                try:
+                    importlib.import_module(f"{test_suite.__name__}.{alias.name}")
+                except ImportError as error:
+                    missing[alias.name] = f"{type(error).__name__}: {error}"
+    return {test.unique_name: test for test in GLOBAL_TEST_REGISTRY}, missing
+
+
+def expected_failures() -> set[str]:
+    """Tests torch-mlir lists as failing before any backend, in every config."""
+    from torch_mlir_e2e_test.test_suite import COMMON_TORCH_MLIR_LOWERING_XFAILS  # noqa: PLC0415
+
+    return set(COMMON_TORCH_MLIR_LOWERING_XFAILS)
+
+
+def tessel_config():
+    """torch-mlir's TestConfig for tessel: `compile` wraps the module in torch.compile
+    with the mlir backend; `run` calls it on each traced call's inputs (fresh clones, so
+    that a module that writes its inputs leaves the golden trace's alone)."""
+    import torch  # noqa: PLC0415
+    from torch_mlir_e2e_test.framework import (  # noqa: PLC0415
+        TestConfig,
+        TraceItem,
+        clone_torch_script_value,
+    )
+
+    from tessel.frontend.backend import mlir_backend  # noqa: PLC0415
+
+    class TesselTestConfig(TestConfig):
+        def compile(self, program, verbose: bool = False):
+            return torch.compile(program, backend=mlir_backend)
+
+        def run(self, artifact, trace):
+            result = []
+            for item in trace:
+                method = artifact if item.symbol == "forward" else getattr(artifact, item.symbol)
+                output = method(*clone_torch_script_value(item.inputs))
+                result.append(TraceItem(symbol=item.symbol, inputs=item.inputs, output=output))
+            return result
+
+    return TesselTestConfig()
+
+
+def first_line(text: str) -> str:
+    return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")[:300]
+
+
+def error_fields(error: Exception) -> dict:
+    """An exception as a result records it: for Dynamo's BackendCompilerFailed, the
+    backend's own exception inside it (its first line says only which backend raised)."""
+    from torch._dynamo.exc import BackendCompilerFailed  # noqa: PLC0415
+
+    cause = error.inner_exception if isinstance(error, BackendCompilerFailed) else error
+    return {"error_type": type(cause).__name__, "error": first_line(str(cause)),
+            "backend_compiler_failed": isinstance(error, BackendCompilerFailed)}
+
+
+def run_test(test) -> dict:
+    """One test, eager reference then tessel, as a result row."""
+    import torch  # noqa: PLC0415
+    from torch_mlir_e2e_test.framework import TestResult, generate_golden_trace  # noqa: PLC0415
+    from torch_mlir_e2e_test.reporting import ErrorContext, SingleTestReport  # noqa: PLC0415
+
+    import tessel  # noqa: PLC0415
+
+    torch._dynamo.reset()
+    tessel.reset_stats()
+    row = {"test": test.unique_name}
+    try:
+        golden = generate_golden_trace(test)
+    except Exception as error:  # noqa: BLE001 - any failure of eager is the test's own
+        return row | {"status": "eager_error"} | error_fields(error)
+    config = tessel_config()
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            trace = config.run(config.compile(test.program_factory()), golden)
+        except Exception as error:  # noqa: BLE001 - the error is the result
+            row |= {"status": "error"} | error_fields(error)
+        else:
+            result = TestResult(unique_name=test.unique_name, compilation_error=None,
+                                runtime_error=None, trace=trace, golden_trace=golden)
+            report = SingleTestReport(result, ErrorContext.empty())
+            row |= ({"status": "wrong", "mismatch": report.error_str()[-600:]}
+                    if report.failed else {"status": "pass"})
+    stats = tessel.stats()
+    return row | {
+        "seconds": round(time.perf_counter() - start, 2),
+        "graphs_compiled": stats["graphs_compiled"],
+        "graphs_fallback": stats["graphs_fallback"],
+        "graphs_split": stats["graphs_split"],
+        "fallback_reasons": sorted(set(stats["fallback_reasons"])),
+        "tessel_warnings": sorted({first_line(str(w.message)) for w in caught
+                                   if str(w.message).startswith("tessel")}),
+    }
+
+
+def serve(connection: Connection, source: str) -> None:
+    """Worker process: runs the tests whose names arrive, sends back each row."""
+    tests, _ = import_suite(source)
+    connection.send("ready")
+    while True:
+        name = connection.recv()
+        if name is None:
+            return
+        connection.send(run_test(tests[name]))
+
+
+class Worker:
+    """The process that runs tests, started again after one crashed or timed out."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.process = None
+
+    def start(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=serve, args=(child, self.source), daemon=True)
+        self.process.start()
+        if not self.connection.poll(START_SECONDS) or self.connection.recv() != "ready":
+            raise RuntimeError("the test worker did not start")
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.process = None
+
+    def run(self, name: str, timeout: float) -> dict:
+        if self.process is None:
+            self.start()
+        self.connection.send(name)
+        try:
+            if self.connection.poll(timeout):
+                return self.connection.recv()
+        except EOFError:
+            pass
+        status = "timeout" if self.process.is_alive() else "crash"
+        exit_code = self.process.exitcode
+        self.stop()
+        row = {"test": name, "status": status}
+        if status == "crash":
+            row["error"] = f"the worker process exited with code {exit_code}"
+        else:
+            row["error"] = f"no result within {timeout:.0f} s"
+        return row
+
+
+def load_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def report(rows: list[dict], header: dict, xfails: set[str]) -> str:
+    """The markdown report: counts, then every test that did not pass."""
+    # A test rerun keeps its last row.
+    rows = list({row["test"]: row for row in rows}.values())
+    counted = [row for row in rows if row["test"] not in xfails]
+    counts = collections.Counter(row["status"] for row in counted)
+    raised = [row for row in rows if row.get("backend_compiler_failed")]
+    fallback = [row for row in counted
+                if row["status"] == "pass" and (row.get("graphs_fallback") or row.get("graphs_split"))]
+    lines = ["# torch-mlir end-to-end suite on tessel (CPU target)", ""]
+    lines += [f"- {key}: {value}" for key, value in header.items()]
+    lines += ["", f"{len(rows)} tests run; {len(counted)} counted below, "
+              f"{len(rows) - len(counted)} that torch-mlir expects to fail in every "
+              "config listed apart.", ""]
+    lines += table(["status", "tests"], [[s, str(counts[s])] for s in STATUSES])
+    lines += ["", f"BackendCompilerFailed raised to the caller: {len(raised)}.",
+              f"Passing tests where tessel ran part or all of a graph eagerly: {len(fallback)}.",
+              ""]
+    for status in ("wrong", "error", "timeout", "crash"):
+        failed = sorted((row for row in counted if row["status"] == status),
+                        key=lambda row: row["test"])
+        if failed:
+            lines += [f"## {status}", ""]
+            lines += table(["test", "what"], [
+                [row["test"], cell(row.get("mismatch") if status == "wrong" else
+                                   f"{row.get('error_type', '')}: {row.get('error', '')}")[:300]]
+                for row in failed])
+            lines.append("")
+    apart = sorted((row for row in rows if row["test"] in xfails or row["status"] == "eager_error"),
+                   key=lambda row: row["test"])
+    if apart:
+        lines += ["## Listed apart", "",
+                  "Tests torch-mlir expects to fail in every config "
+                  "(`COMMON_TORCH_MLIR_LOWERING_XFAILS`), and tests whose eager reference "
+                  "raised (nothing to compare with):", ""]
+        lines += table(["test", "expected to fail", "status", "what"], [
+            [row["test"], "yes" if row["test"] in xfails else "no", row["status"],
+             cell(f"{row.get('error_type', '')}: {row.get('error', '')}")[:300]]
+            for row in apart])
+        lines.append("")
+    reasons = collections.Counter(reason for row in fallback
+                                  for reason in row.get("fallback_reasons", []))
+    if reasons:
+        lines += ["## What ran eagerly in passing tests", ""]
+        lines += table(["fallback reason", "tests"],
+                       [[cell(reason)[:200], str(n)] for reason, n in reasons.most_common()])
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", required=True,
+                        help="python directory of a torch-mlir checkout (projects/pt1/python)")
+    parser.add_argument("--source-commit", default="unknown",
+                        help="the torch-mlir commit --source was taken from, for the report")
+    parser.add_argument("--filter", default="", help="run the tests whose names match this regex")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds per test (default: the test's own, as torch-mlir sets it)")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="JSONL results file; the markdown report goes next to it")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the results file's rows and run only the tests it lacks")
+    args = parser.parse_args(argv)
+
+    tests, missing = import_suite(args.source)
+    xfails = expected_failures()
+    names = sorted(name for name in tests if re.search(args.filter, name))
+    done = {row["test"] for row in load_rows(args.results)} if args.resume else set()
+    if not args.resume:
+        args.results.write_text("")
+    header = {"date": datetime.date.today().isoformat(), "tessel commit": git_commit(),
+              "torch-mlir suite commit": args.source_commit,
+              "filter": args.filter or "none",
+              "suite modules not imported": "; ".join(f"{name} ({error})" for name, error
+                                                      in sorted(missing.items())) or "none",
+              } | environment("cpu")
+    header.pop("load_average")
+    worker = Worker(args.source)
+    todo = [name for name in names if name not in done]
+    for index, name in enumerate(todo, 1):
+        timeout = args.timeout or tests[name].timeout_seconds
+        row = worker.run(name, timeout) | {"expected_failure": name in xfails}
+        with args.results.open("a") as handle:
+            handle.write(json.dumps(row) + "\n")
+        print(f"[{index}/{len(todo)}] {row['status']:11} {name}", flush=True)
+    if worker.process is not None:
+        worker.connection.send(None)
+        worker.process.join()
+    args.results.with_suffix(".md").write_text(report(load_rows(args.results), header, xfails))
+
+
+if __name__ == "__main__":
+    main()
