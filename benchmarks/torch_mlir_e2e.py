@@ -182,14 +182,15 @@ def random_outputs(test, golden) -> int | None:
     return sum(mismatch(test, golden, trace) is not None for trace in traces)
 
 
-def dynamo_fails_alone(module, golden, error: Exception) -> bool:
+def dynamo_fails_alone(module, golden, error: Exception, dynamic: bool | None) -> bool:
     """Whether Dynamo raises the same error with its `eager` backend (no compiler
-    behind it): an error of Dynamo's own tracing, raised before tessel gets a graph."""
+    behind it) and the same `dynamic`: an error of Dynamo's own tracing, raised before
+    tessel gets a graph."""
     import torch
     from torch_mlir_e2e_test.framework import clone_torch_script_value
 
     torch._dynamo.reset()
-    traced = torch.compile(module, backend="eager")
+    traced = torch.compile(module, backend="eager", dynamic=dynamic)
     try:
         for item in golden:
             method = traced if item.symbol == "forward" else getattr(traced, item.symbol)
@@ -259,7 +260,7 @@ def run_test(test, dynamic: bool | None) -> dict:
                                    if str(w.message).startswith("tessel")}),
     }
     if error is not None:
-        dynamo = dynamo_fails_alone(test.program_factory(), golden, error)
+        dynamo = dynamo_fails_alone(test.program_factory(), golden, error, dynamic)
         return row | {"status": "dynamo_error" if dynamo else "error"} | error_fields(error)
     found = mismatch(test, golden, trace)
     if found is None:
