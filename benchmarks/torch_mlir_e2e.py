@@ -324,20 +324,40 @@ class Worker:
         return row
 
 
-def load_rows(path: Path) -> list[dict]:
+def load_lines(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def load_rows(path: Path) -> list[dict]:
+    """The results file's test rows."""
+    return [line for line in load_lines(path) if "test" in line]
+
+
+def load_header(path: Path) -> dict:
+    """The header of the results file's last run (a line of its own, `{"run": ...}`)."""
+    return next((line["run"] for line in reversed(load_lines(path)) if "run" in line), {})
+
+
+def reason_kind(reason: str) -> str:
+    """A fallback reason without what differs from graph to graph: the graph's name
+    and source locations."""
+    reason = re.sub(r"^\d+_\w+?: ", "", reason)
+    reason = re.sub(r"loc\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)(: )?", "", reason)
+    # An op listed with its location ('ml_program.global' at loc(...); ...), perhaps cut.
+    return reason.split(" at ", 1)[0].split("loc(", 1)[0][:160]
 
 
 def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def report(rows: list[dict], header: dict, xfails: set[str]) -> str:
+def report(rows: list[dict], header: dict) -> str:
     """The markdown report: counts, then every test that did not pass."""
     # A test rerun keeps its last row.
     rows = list({row["test"]: row for row in rows}.values())
+    xfails = {row["test"] for row in rows if row.get("expected_failure")}
     counted = [row for row in rows if row["test"] not in xfails
                and row["status"] not in APART_STATUSES]
     counts = collections.Counter(row["status"] for row in counted)
@@ -387,19 +407,19 @@ def report(rows: list[dict], header: dict, xfails: set[str]) -> str:
                   f"{row.get('error_type', '')}: {row.get('error', '')}")[:300]]
             for row in apart])
         lines.append("")
-    reasons = collections.Counter(reason for row in fallback
-                                  for reason in row.get("fallback_reasons", []))
+    reasons = collections.Counter(kind for row in fallback for kind in
+                                  {reason_kind(reason) for reason in row.get("fallback_reasons", [])})
     if reasons:
         lines += ["## What ran eagerly in passing tests", ""]
         lines += table(["fallback reason", "tests"],
-                       [[cell(reason)[:200], str(n)] for reason, n in reasons.most_common()])
+                       [[cell(reason), str(n)] for reason, n in reasons.most_common()])
         lines.append("")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", required=True,
+    parser.add_argument("--source",
                         help="python directory of a torch-mlir checkout (projects/pt1/python)")
     parser.add_argument("--source-commit", default="unknown",
                         help="the torch-mlir commit --source was taken from, for the report")
@@ -413,14 +433,20 @@ def main(argv: list[str] | None = None) -> None:
                              "first call (default: Dynamo's automatic dynamic shapes)")
     parser.add_argument("--resume", action="store_true",
                         help="keep the results file's rows and run only the tests it lacks")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: write the markdown report of the results file")
     args = parser.parse_args(argv)
+    markdown = args.results.with_suffix(".md")
+    if args.report_only:
+        markdown.write_text(report(load_rows(args.results), load_header(args.results)))
+        return
+    if args.source is None:
+        parser.error("--source is required to run tests")
 
     tests, missing = import_suite(args.source)
     xfails = expected_failures()
     names = sorted(name for name in tests if re.search(args.filter, name))
     done = {row["test"] for row in load_rows(args.results)} if args.resume else set()
-    if not args.resume:
-        args.results.write_text("")
     header = {"date": datetime.date.today().isoformat(), "tessel commit": git_commit(),
               "torch-mlir suite commit": args.source_commit,
               "filter": args.filter or "none",
@@ -429,6 +455,8 @@ def main(argv: list[str] | None = None) -> None:
                                                       in sorted(missing.items())) or "none",
               } | environment("cpu")
     header.pop("load_average")
+    with args.results.open("a" if args.resume else "w") as handle:
+        handle.write(json.dumps({"run": header}) + "\n")
     worker = Worker(args.source, args.dynamic)
     todo = [name for name in names if name not in done]
     for index, name in enumerate(todo, 1):
@@ -440,7 +468,7 @@ def main(argv: list[str] | None = None) -> None:
     if worker.process is not None:
         worker.connection.send(None)
         worker.process.join()
-    args.results.with_suffix(".md").write_text(report(load_rows(args.results), header, xfails))
+    markdown.write_text(report(load_rows(args.results), load_header(args.results)))
 
 
 if __name__ == "__main__":
