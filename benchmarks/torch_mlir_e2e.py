@@ -5,11 +5,13 @@ torch-mlir's framework runs it for a backend: an eager golden trace first
 (`generate_golden_trace`), then the module compiled with `torch.compile(module,
 backend="mlir")` (CPU target, default options, fallback on, as a user runs it) called on
 the same inputs, its outputs judged by the framework's own report (`SingleTestReport`:
-allclose at rtol 1e-3, atol 1e-7, dtypes and shapes equal). Per test: pass, wrong, error
-(the exception's type and first line, and whether it reached the caller as Dynamo's
-BackendCompilerFailed), timeout, crash, or eager_error (the eager reference itself
-raised, nothing for tessel to match). Tests torch-mlir expects to fail in every config
-(`COMMON_TORCH_MLIR_LOWERING_XFAILS`) run too, and are reported apart.
+allclose at rtol 1e-3, atol 1e-7, dtypes and shapes equal). Per test: pass; pass_fp64
+(off eager's, and as close as eager's to a float64 run); wrong; error (the exception's
+type and first line, and whether it reached the caller as Dynamo's
+BackendCompilerFailed); timeout; crash. Reported apart: eager_error (the eager reference
+itself raised), random (eager's own outputs differ from seed to seed), dynamo_error
+(Dynamo raises it with no compiler behind it), and the tests torch-mlir expects to fail
+in every config (`COMMON_TORCH_MLIR_LOWERING_XFAILS`), which run too.
 
 The suite's source is not part of tessel: `--source` names the python directory of a
 torch-mlir checkout (`projects/pt1/python`). Tests run one after another in a worker
@@ -96,8 +98,9 @@ def expected_failures() -> set[str]:
 
 def tessel_config(dynamic: bool | None):
     """torch-mlir's TestConfig for tessel: `compile` wraps the module in torch.compile
-    with the mlir backend (`dynamic` as torch.compile takes it); `run` calls it on each traced call's inputs (fresh clones, so
-    that a module that writes its inputs leaves the golden trace's alone)."""
+    with the mlir backend (`dynamic` as torch.compile takes it); `run` calls it on each
+    traced call's inputs (fresh clones, so that a module that writes its inputs leaves
+    the golden trace's alone)."""
     import torch
     from torch_mlir_e2e_test.framework import (
         TestConfig,
