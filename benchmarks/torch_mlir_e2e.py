@@ -366,7 +366,8 @@ def report(rows: list[dict], header: dict) -> str:
     counts = collections.Counter(row["status"] for row in counted)
     raised = [row for row in rows if row.get("backend_compiler_failed")]
     fallback = [row for row in counted
-                if row["status"] in ("pass", "pass_fp64") and (row.get("graphs_fallback") or row.get("graphs_split"))]
+                if row["status"] in ("pass", "pass_fp64")
+                and (row.get("graphs_fallback") or row.get("graphs_split"))]
     lines = ["# torch-mlir end-to-end suite on tessel (CPU target)", ""]
     lines += [f"- {key}: {value}" for key, value in header.items()]
     lines += ["", (f"{len(rows)} tests run; {len(counted)} counted below, "
@@ -410,12 +411,14 @@ def report(rows: list[dict], header: dict) -> str:
                   f"{row.get('error_type', '')}: {row.get('error', '')}")[:300]]
             for row in apart])
         lines.append("")
-    reasons = collections.Counter(kind for row in fallback for kind in
-                                  {reason_kind(reason) for reason in row.get("fallback_reasons", [])})
+    reasons = collections.Counter(
+        kind for row in fallback
+        for kind in {reason_kind(reason) for reason in row.get("fallback_reasons", [])})
     if reasons:
         lines += ["## What ran eagerly in passing tests", ""]
         lines += table(["fallback reason", "tests"],
-                       [[cell(reason), str(n)] for reason, n in reasons.most_common()])
+                       [[cell(reason), str(n)] for reason, n in
+                        sorted(reasons.items(), key=lambda item: (-item[1], item[0]))])
         lines.append("")
     return "\n".join(lines)
 
