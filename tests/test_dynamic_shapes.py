@@ -204,3 +204,20 @@ def test_failed_runtime_check_runs_eagerly_instead_of_aborting():
         "pipeline": "builtin.module(insert-failing-check,cpu)", "fallback": False})
     with pytest.raises(RuntimeError, match="runtime check of the compiled graph failed"):
         strict(x)
+
+
+def test_as_strided_of_a_compiled_channels_last_copy_reads_eagers_layout():
+    """With dynamic=True, as_strided of a symbolic base runs eagerly, the channels-last
+    copy before it compiled (torch-mlir's e2e suite, AtenAsStridedChannelsLastInputModule):
+    the compiled piece wrote the copy contiguous, so as_strided read the elements in the
+    wrong order. The piece's result must come out laid out as eager's."""
+    def fn(x):
+        x = x.contiguous(memory_format=torch.channels_last) * 2
+        return torch.as_strided(x, size=(1, 4, 5, 3), stride=(60, 15, 3, 1))
+
+    x = torch.arange(60, dtype=torch.float32).reshape(1, 3, 4, 5)
+    with pytest.warns(UserWarning, match="as_strided"):
+        result = torch.compile(fn, backend="mlir", dynamic=True)(x)
+    torch.testing.assert_close(result, fn(x), rtol=0, atol=0)
+    stats = tessel.stats()
+    assert stats["graphs_compiled"] == 1 and stats["graphs_split"] == 1, stats

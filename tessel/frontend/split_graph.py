@@ -3,6 +3,7 @@ pinned on), its pieces compiled each on its own."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from tessel.frontend.input_mutations import mutated_inputs
 from tessel.frontend.native_ops import native_ops_in, native_reason
 from tessel.frontend.partition import MAX_ROUNDS, split_around
 from tessel.frontend.traced_facts import input_values, resolve_target, static_inputs
+from tessel.frontend.traced_outputs import as_traced
 from tessel.options import Options
 from tessel.stages import Stages
 from tessel.targets.base import get_target
@@ -22,6 +24,13 @@ if TYPE_CHECKING:
 
 # (piece, options, kind, depth) -> the piece's callable, compiled or split in turn.
 CompilePiece = Callable[[torch.fx.GraphModule, Options, str, int], Callable]
+
+aten = torch.ops.aten
+
+# Eager ops whose result depends on their input's strides and storage, not only on its
+# values: the tensor a piece hands one must be laid out as traced.
+READ_STRIDES = frozenset({aten.as_strided.default, aten.as_strided_.default,
+                          aten.as_strided_scatter.default})
 
 
 def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind: str,
@@ -82,10 +91,22 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
     for name in names:
         piece = pieces[name] = getattr(split, name)
         compiled = compile_piece(piece, options, f"{kind}_piece", depth + 1)
+        if _feeds_stride_reader(split, name):
+            compiled = as_traced(compiled, piece, name, options.fallback)
         delattr(split, name)  # a submodule slot only takes modules; the call is a function
         setattr(split, name, as_module_call(compiled, piece))
     split.recompile()
     return split, pieces
+
+
+def _feeds_stride_reader(split: torch.fx.GraphModule, name: str) -> bool:
+    """Whether a result of piece `name` goes to an eager op that reads its strides
+    (READ_STRIDES). A compiled piece returns its results laid out as its code writes
+    them (contiguous on the CPU target), where eager's trace may have another layout
+    (a channels-last copy): as_strided of such a result read the wrong elements."""
+    (call,) = (n for n in split.graph.nodes if n.op == "call_module" and n.target == name)
+    results = [user for user in call.users if user.target is operator.getitem] or [call]
+    return any(user.target in READ_STRIDES for result in results for user in result.users)
 
 
 def as_module_call(compiled, piece: torch.fx.GraphModule):
