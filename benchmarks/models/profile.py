@@ -3,8 +3,10 @@ compiled backend, in one process, the GPU kernels (or CPU ops) that take the mos
 
     python -m benchmarks.models.profile hf_segformer hf_whisper --device cuda
     python -m benchmarks.models.profile hf_mobilenet_v2 --device cpu --threads 2
+    python -m benchmarks.models.profile resnet50 --device cuda --kind train
 
-prints, per model and backend, the time of a call, its kernel launches and the kernels
+prints, per model and backend, the time of a call (`--kind train`: of a training step,
+train.py's, each backend on its own copy of the model), its kernel launches and the kernels
 that take most of it, so that a slow model's loss is named (a kernel family, launches,
 eager pieces between compiled graphs) before it is worked on. On the CPU, Inductor's
 C++ kernels appear by name (its `cpp.enable_kernel_profile`), and tessel's JIT-compiled
@@ -16,6 +18,8 @@ shapes; the aten ops tessel leaves native still come from torch.profiler.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import cProfile
 import functools
 import io
@@ -27,7 +31,7 @@ import torch
 import torch._inductor.config as inductor_config
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks.models import catalog, measure
+from benchmarks.models import catalog, measure, train
 from benchmarks.models.runner import find_spec
 from tessel.targets.cpu import kernel_timer
 
@@ -105,6 +109,25 @@ def tessel_kernel_lines(calls: int, top: int) -> list[str]:
     return lines
 
 
+def _inference_call(built: catalog.Built, backend: str, dtype: torch.dtype,
+                    options: dict | None):
+    model = built.model.to(dtype)
+    inputs = measure.cast_floats((built.args, built.kwargs), dtype)
+    fn = model if backend == "eager" else measure.compile_fn(model, backend, "default", options)
+    return functools.partial(fn, *inputs[0], **inputs[1])
+
+
+def _training_call(spec: catalog.ModelSpec, built: catalog.Built, backend: str, device: str,
+                   dtype_name: str, options: dict | None):
+    """A training step as the suite's train rows take it (bf16: autocast over float32
+    weights), on a copy of the model of its own."""
+    model = train.without_dropout(copy.deepcopy(built.model).train())
+    args, kwargs, loss_of = train.training_batch(spec, built, device)
+    step = train.train_step(model, loss_of, device, autocast=dtype_name == "bf16")
+    fn = step if backend == "eager" else measure.compile_fn(step, backend, "default", options)
+    return functools.partial(fn, args, kwargs)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+")
@@ -117,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--host", action="store_true",
                         help="also cProfile the host's Python functions of each call")
+    parser.add_argument("--kind", choices=("forward", "train"), default="forward",
+                        help="an inference call (default) or a training step")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -126,16 +151,15 @@ def main(argv: list[str] | None = None) -> None:
     dtype = measure.DTYPES[dtype_name]
     for name in args.models:
         torch.manual_seed(0)
-        built = catalog.build(find_spec(name, "forward", dtype_name), args.device, args.tiny)
-        model = built.model.to(dtype)
-        inputs = measure.cast_floats((built.args, built.kwargs), dtype)
+        spec = find_spec(name, args.kind, dtype_name)
+        built = catalog.build(spec, args.device, args.tiny)
         for backend in args.backends.split(","):
             options = {"profile_kernels": True} if backend == "mlir" and cpu else None
-            fn = (model if backend == "eager"
-                  else measure.compile_fn(model, backend, "default", options))
+            call = (_training_call(spec, built, backend, args.device, dtype_name, options)
+                    if args.kind == "train" else
+                    _inference_call(built, backend, dtype, options))
             torch._dynamo.reset()
-            call = functools.partial(fn, *inputs[0], **inputs[1])
-            with torch.no_grad():
+            with (contextlib.nullcontext() if args.kind == "train" else torch.no_grad()):
                 events = device_profile(call, args.device, args.calls)
                 kernels = tessel_kernel_lines(args.calls, args.top)
                 wall, returned = wall_ms(call, max(args.calls, 10), args.device)
