@@ -287,3 +287,36 @@ def test_a_piece_that_writes_an_input_and_returns_one_value():
     torch.testing.assert_close(cache, expected_cache)
     reasons = tessel.stats()["fallback_reasons"]
     assert all("special_zeta" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_a_convolution_backward_is_native_on_cuda_only(device):
+    """On CUDA a convolution's backward stays one aten call, cuDNN's (its lowering ran
+    ResNet-50's weight gradients as slow huge-kernel convolutions), grouped ones too:
+    their decomposition into forward convolutions declines CUDA tensors. On the CPU
+    both are compiled. Traced on fake tensors, so no GPU is needed."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from tessel.frontend.lowerable_decompositions import grouped_convolution_backward
+    from tessel.frontend.native_ops import native_reason
+
+    with FakeTensorMode():
+        grad = torch.empty(2, 8, 6, 6, device=device)
+        x = torch.empty(2, 8, 6, 6, device=device)
+        weight = torch.empty(8, 2, 3, 3, device=device)
+        graph = torch.fx.Graph()
+        placeholders = []
+        for name, value in (("grad", grad), ("x", x), ("weight", weight)):
+            placeholders.append(graph.placeholder(name))
+            placeholders[-1].meta["val"] = value
+        node = graph.call_function(torch.ops.aten.convolution_backward.default, (
+            *placeholders, [8], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True]))
+        reason = native_reason(node)
+        decomposed = grouped_convolution_backward(grad, x, weight, [8], [1, 1], [1, 1],
+                                                  [1, 1], False, [0, 0], 4, [True, True, False])
+    if device == "cuda":
+        assert reason is not None and "cuDNN" in reason
+        assert decomposed is NotImplemented
+    else:
+        assert reason is None
+        assert decomposed[0].shape == x.shape and decomposed[1].shape == weight.shape

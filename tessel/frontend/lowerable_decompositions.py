@@ -15,6 +15,7 @@ import torch
 from torch._decomp import get_decompositions
 from torch._prims_common import make_contiguous_strides_for
 
+from tessel.frontend.native_ops import on_cuda
 from tessel.frontend.torch_mlir_workarounds import decomposed_by_pytorch
 
 aten = torch.ops.aten
@@ -723,8 +724,8 @@ def grouped_convolution_backward(grad_output, x, weight, bias_sizes, stride, pad
     by the output's gradient with stride and dilation exchanged, grouped so that each
     group of filters reads its own group's inputs: the input as (C/G, G*N, H, W) by the
     gradient as (G*F, N, HO, WO) gives (C/G, G*F, KH', KW'), cropped to the kernel."""
-    if transposed or groups == 1 or x.dim() != 4:
-        return NotImplemented
+    if transposed or groups == 1 or x.dim() != 4 or on_cuda(x):
+        return NotImplemented  # on CUDA the op stays whole, a native op (cuDNN's)
     n, channels, height, width = x.shape
     filters, group_channels, kernel_h, kernel_w = weight.shape
     out_h, out_w = grad_output.shape[2:]

@@ -84,6 +84,14 @@ _DEVICE_COPY = ("a copy between devices (`.to(device)` of a tensor made on anoth
                 "PyTorch's own copy, which compiled code of one device cannot make")
 _COPIES = (aten._to_copy.default, torch.ops.prims.device_put.default)
 
+_CONVOLUTION_BACKWARD = (
+    "a convolution's backward on CUDA: cuDNN's data- and weight-gradient kernels, which "
+    "Inductor calls too. Lowered, the weight's gradient becomes a forward convolution "
+    "whose kernel is the output's gradient (56x56 in ResNet-50's first stage), for which "
+    "cuDNN has only a slow generic algorithm: 17 such calls took 73 ms of the 212 ms of "
+    "GPU time of ResNet-50's bf16 train step (H100, torch 2.11, "
+    "`benchmarks.models.profile resnet50 --kind train`)")
+
 _COLLECTIVE = ("a collective or its wait (torch.distributed's functional collectives): "
                "communication that the process group's own backend (NCCL, gloo) runs, "
                "overlapped with the compiled pieces between the two (collectives.py)")
@@ -100,6 +108,8 @@ def native_reason(node: torch.fx.Node) -> str | None:
     # matrix) arrives wrapped, threading aot_autograd's effect token.
     if _effectful_op(node) in NATIVE_OPS:
         return NATIVE_OPS[_effectful_op(node)]
+    if node.target is aten.convolution_backward.default and on_cuda(node.args[1]):
+        return _CONVOLUTION_BACKWARD
     if is_collective(node):
         return _COLLECTIVE
     if node.target in _COPIES and _devices(node.args[0]) != _devices(node):
@@ -110,6 +120,13 @@ def native_reason(node: torch.fx.Node) -> str | None:
 def _effectful_op(node: torch.fx.Node):
     """The op a `with_effects` node calls, or None for any other node."""
     return node.args[1] if node.target is torch.ops.higher_order.with_effects else None
+
+
+def on_cuda(value) -> bool:
+    """Whether `value` (an FX node's traced value, or a tensor) is a CUDA tensor."""
+    if isinstance(value, torch.fx.Node):
+        value = value.meta.get("val")
+    return isinstance(value, torch.Tensor) and value.device.type == "cuda"
 
 
 def _devices(node) -> set:
