@@ -41,33 +41,18 @@ def contiguous(size: tuple[int, ...], guard: str | None = None) -> Layout:
 
 def viewed(layout: Layout, size: tuple[int, ...]) -> Layout | None:
     """The layout of `layout` reshaped to `size` where that is a view, else None (reshape
-    copies there). The strides are the ones torch's reshape and view give (ATen's
-    computeStride): a dim of several is formed from a chunk of contiguous old dims."""
-    old_size, old_stride = layout.size, layout.stride
-    if math.prod(size) != math.prod(old_size):
-        raise ValueError(f"cannot view a tensor of size {old_size} as {size}")
-    if not old_size or math.prod(old_size) == 0:
+    copies there): torch's own `view` of a meta tensor laid out so decides, and gives
+    the strides."""
+    if math.prod(size) != math.prod(layout.size):
+        raise ValueError(f"cannot view a tensor of size {layout.size} as {size}")
+    if not layout.size or math.prod(layout.size) == 0:
         return None
-    stride = [0] * len(size)
-    view_d = len(size) - 1
-    chunk_base_stride = old_stride[-1]
-    tensor_numel = view_numel = 1
-    for tensor_d in range(len(old_size) - 1, -1, -1):
-        tensor_numel *= old_size[tensor_d]
-        if tensor_d == 0 or (old_size[tensor_d - 1] != 1 and
-                             old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride):
-            while view_d >= 0 and (view_numel < tensor_numel or size[view_d] == 1):
-                stride[view_d] = view_numel * chunk_base_stride
-                view_numel *= size[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if tensor_d > 0:
-                chunk_base_stride = old_stride[tensor_d - 1]
-                tensor_numel = view_numel = 1
-    if view_d != -1:
+    meta = torch.empty_strided(layout.size, layout.stride, device="meta")
+    try:
+        view = meta.view(size)
+    except RuntimeError:  # not expressible as a view of these strides
         return None
-    return Layout(tuple(size), tuple(stride), layout.offset, layout.guard)
+    return Layout(tuple(view.shape), tuple(view.stride()), layout.offset, layout.guard)
 
 
 def transposed(layout: Layout) -> Layout:
