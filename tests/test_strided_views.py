@@ -26,6 +26,8 @@ _RESHAPES = [
     (lambda: torch.empty(2, 16, 4, 4, memory_format=torch.channels_last), (2, 16, 16)),
     (lambda: torch.empty(3, 4).t(), (12,)),
     (lambda: torch.empty(2, 16, 4, 4, memory_format=torch.channels_last), (2, 256)),
+    (lambda: torch.empty(2, 4, 6, 6, memory_format=torch.channels_last), (2, 144)),
+    (lambda: torch.empty(2, 8, 8, 8, memory_format=torch.channels_last), (2, 64, 8)),
 ]
 
 

@@ -50,7 +50,7 @@ def viewed(layout: Layout, size: tuple[int, ...]) -> Layout | None:
     meta = torch.empty_strided(layout.size, layout.stride, device="meta")
     try:
         view = meta.view(size)
-    except RuntimeError:  # not expressible as a view of these strides
+    except (RuntimeError, ValueError):  # not a view of these strides (meta raises either)
         return None
     return Layout(tuple(view.shape), tuple(view.stride()), layout.offset, layout.guard)
 
