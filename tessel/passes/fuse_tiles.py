@@ -193,18 +193,15 @@ class FuseTilesPass(ModulePass):
                     # (a batch of 8: 8 programs, each looping over millions of points).
                     # Element-wise over all points instead; its producers form their
                     # own kernels.
-                    for producer in group.producers:
-                        assigned.pop(producer.op, None)
-                    group.producers, group.tiled_dim = [], None
+                    _release_producers(group, assigned)
+                    group.tiled_dim = None
                 elif tile_leading_dims and group.has_reduction:
                     # Grown again for the tiling by rows: producers follow every dim
                     # tiled (else each tile would recompute what a producer computes
                     # for them all: a layer norm over channels, for a mean over tokens
                     # tiled per channel), and keep no reduction of windows per tile.
                     row_dims = [d for d in _row_dims(group, nodes) if d != tiled]
-                    for producer in group.producers:
-                        assigned.pop(producer.op, None)
-                    group.producers = []
+                    _release_producers(group, assigned)
                     _grow(group, nodes, users, assigned, [tiled, *row_dims], gpu_rows=True,
                           rows_tiled=True)
                     group.row_dims = [d for d in _row_dims(group, nodes) if d in row_dims]
@@ -213,9 +210,8 @@ class FuseTilesPass(ModulePass):
                         # Its reductions become row kernels of their own (also those
                         # the regrowth left out, their rows shorter than its tile), and
                         # the root an element-wise kernel over all its points.
-                        for producer in group.producers:
-                            assigned.pop(producer.op, None)
-                        group.producers, group.row_dims = [], []
+                        _release_producers(group, assigned)
+                        group.row_dims = []
                         group.tiled_dim, group.rows = None, False
         return groups
 
@@ -223,6 +219,13 @@ class FuseTilesPass(ModulePass):
     def _clear_ids(module: ir.Operation) -> None:
         for op in ir.ops_where(module, lambda op: OP_ID in op.attributes):
             del op.attributes[OP_ID]
+
+
+def _release_producers(group: FusionGroup, assigned: dict) -> None:
+    """Take `group`'s producers out of it, free to join other groups."""
+    for producer in group.producers:
+        assigned.pop(producer.op, None)
+    group.producers = []
 
 
 def _writes_a_constant(op: ir.Operation) -> bool:
