@@ -43,7 +43,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from benchmarks.models.measure import environment
-from benchmarks.models.suite import git_commit
+from benchmarks.models.suite import git_commit, shard_arg
 from benchmarks.run import table
 
 RESULTS = Path(__file__).resolve().parent / "results" / "torch_mlir_e2e_cpu.jsonl"
@@ -437,6 +437,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dynamic", action="store_true", default=None,
                         help="torch.compile(..., dynamic=True): every size symbolic from the "
                              "first call (default: Dynamo's automatic dynamic shapes)")
+    parser.add_argument("--shard", type=shard_arg, default=(1, 1),
+                        help="i/n: run every n-th test from the i-th, for n runs at once "
+                             "into n results files")
     parser.add_argument("--resume", action="store_true",
                         help="keep the results file's rows and run only the tests it lacks")
     parser.add_argument("--report-only", action="store_true",
@@ -451,11 +454,13 @@ def main(argv: list[str] | None = None) -> None:
 
     tests, missing = import_suite(args.source)
     xfails = expected_failures()
-    names = sorted(name for name in tests if re.search(args.filter, name))
+    shard, shards = args.shard
+    names = sorted(name for name in tests if re.search(args.filter, name))[shard - 1::shards]
     done = {row["test"] for row in load_rows(args.results)} if args.resume else set()
     header = {"date": datetime.date.today().isoformat(), "tessel commit": git_commit(),
               "torch-mlir suite commit": args.source_commit,
               "filter": args.filter or "none",
+              "shard": f"{shard}/{shards}",
               "torch.compile": f"backend='mlir', dynamic={args.dynamic}",
               "suite modules not imported": "; ".join(f"{name} ({error})" for name, error
                                                       in sorted(missing.items())) or "none",
