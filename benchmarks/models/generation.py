@@ -32,6 +32,20 @@ from benchmarks.run import ratio, synchronize
 NEW_TOKENS = 64
 
 
+def greedy_generate(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor):
+    """`generate(forward, **settings)`: NEW_TOKENS greedy tokens after the prompt `ids`,
+    with a static cache and `forward` as the model's forward."""
+    model.generation_config.update(
+        cache_implementation="static", disable_compile=True, use_cache=True, do_sample=False,
+        max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+        pad_token_id=model.config.eos_token_id)
+
+    def generate(forward, **settings):
+        model.forward = forward
+        return model.generate(ids, attention_mask=mask, **settings)
+    return generate
+
+
 def run_generate(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: str,
                  device: str, dtype: torch.dtype, options: dict | None, tiny: bool,
                  warmup: int, repeats: int, lock: Path | None) -> measure.Row:
@@ -44,14 +58,7 @@ def run_generate(spec: catalog.ModelSpec, row: measure.Row, backend: str, mode: 
     row.update(tiny=tiny, batch_size=batch, size=prompt, new_tokens=NEW_TOKENS)
     ids = hf.token_ids(model.config, batch, prompt, device)
     mask = torch.ones_like(ids)
-    model.generation_config.update(
-        cache_implementation="static", disable_compile=True, use_cache=True, do_sample=False,
-        max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
-        pad_token_id=model.config.eos_token_id)
-
-    def generate(forward, **settings):
-        model.forward = forward
-        return model.generate(ids, attention_mask=mask, **settings)
+    generate = greedy_generate(model, ids, mask)
 
     def tokens_and_logits(forward) -> tuple[torch.Tensor, torch.Tensor]:
         """The new tokens (batch, steps) and each step's logits (steps, batch, vocab)."""

@@ -4,9 +4,11 @@ compiled backend, in one process, the GPU kernels (or CPU ops) that take the mos
     python -m benchmarks.models.profile hf_segformer hf_whisper --device cuda
     python -m benchmarks.models.profile hf_mobilenet_v2 --device cpu --threads 2
     python -m benchmarks.models.profile resnet50 --device cuda --kind train
+    python -m benchmarks.models.profile hf_llama --device cuda --kind generate --host
 
 prints, per model and backend, the time of a call (`--kind train`: of a training step,
-train.py's, each backend on its own copy of the model), its kernel launches and the kernels
+train.py's, each backend on its own copy of the model; `--kind generate`: of a generate
+row's generate() call), its kernel launches and the kernels
 that take most of it, so that a slow model's loss is named (a kernel family, launches,
 eager pieces between compiled graphs) before it is worked on. On the CPU, Inductor's
 C++ kernels appear by name (its `cpp.enable_kernel_profile`), and tessel's JIT-compiled
@@ -31,7 +33,7 @@ import torch
 import torch._inductor.config as inductor_config
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks.models import catalog, measure, train
+from benchmarks.models import catalog, generation, measure, train
 from benchmarks.models.runner import find_spec
 from tessel.targets.cpu import kernel_timer
 
@@ -117,6 +119,18 @@ def _inference_call(built: catalog.Built, backend: str, dtype: torch.dtype,
     return functools.partial(fn, *inputs[0], **inputs[1])
 
 
+def _generation_call(spec: catalog.ModelSpec, built: catalog.Built, backend: str,
+                     dtype: torch.dtype, options: dict | None):
+    """A generate row's call: greedy tokens with a static cache, the forward compiled
+    as generation.py compiles it (each call is NEW_TOKENS decode steps)."""
+    model = built.model.to(dtype)
+    ids = built.kwargs["input_ids"]
+    generate = generation.greedy_generate(model, ids, torch.ones_like(ids))
+    forward = model.forward if backend == "eager" else measure.compile_fn(
+        model.forward, backend, "default", options, fullgraph=True)
+    return functools.partial(generate, forward)
+
+
 def _training_call(spec: catalog.ModelSpec, built: catalog.Built, backend: str, device: str,
                    dtype_name: str, options: dict | None):
     """A training step as the suite's train rows take it (bf16: autocast over float32
@@ -140,8 +154,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--host", action="store_true",
                         help="also cProfile the host's Python functions of each call")
-    parser.add_argument("--kind", choices=("forward", "train"), default="forward",
-                        help="an inference call (default) or a training step")
+    parser.add_argument("--kind", choices=catalog.KINDS, default="forward",
+                        help="an inference call (default), generate() or a training step")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -155,9 +169,12 @@ def main(argv: list[str] | None = None) -> None:
         built = catalog.build(spec, args.device, args.tiny)
         for backend in args.backends.split(","):
             options = {"profile_kernels": True} if backend == "mlir" and cpu else None
-            call = (_training_call(spec, built, backend, args.device, dtype_name, options)
-                    if args.kind == "train" else
-                    _inference_call(built, backend, dtype, options))
+            if args.kind == "train":
+                call = _training_call(spec, built, backend, args.device, dtype_name, options)
+            elif args.kind == "generate":
+                call = _generation_call(spec, built, backend, dtype, options)
+            else:
+                call = _inference_call(built, backend, dtype, options)
             torch._dynamo.reset()
             with (contextlib.nullcontext() if args.kind == "train" else torch.no_grad()):
                 events = device_profile(call, args.device, args.calls)
