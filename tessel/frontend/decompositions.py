@@ -21,7 +21,10 @@ from torch_mlir.extras import fx_decomp_util
 from tessel import ir
 from tessel.frontend.half_precision import half_precision_decompositions
 from tessel.frontend.linear_cross_entropy import linear_cross_entropy_decompositions
-from tessel.frontend.lowerable_decompositions import lowerable_decompositions
+from tessel.frontend.lowerable_decompositions import (
+    lowerable_decompositions,
+    transposed_convolution_cropped,
+)
 from tessel.frontend.special_functions import special_decompositions
 
 aten = torch.ops.aten
@@ -98,6 +101,13 @@ def convolution_1d_as_2d(x, weight, bias, stride, padding, dilation, transposed,
     return aten.convolution.default(
         x.unsqueeze(2), weight.unsqueeze(2), bias, [1, *stride], [0, *padding],
         [1, *dilation], transposed, [0, *output_padding], groups).squeeze(2)
+
+
+def convolution(*args):
+    """A 1-D convolution as a 2-D one (which meets this table again), or
+    lowerable_decompositions' rewrite of a transposed one."""
+    result = convolution_1d_as_2d(*args)
+    return transposed_convolution_cropped(*args) if result is NotImplemented else result
 
 
 def constant_pad_nd_with_crops(x, pad, value=0.0):
@@ -268,7 +278,7 @@ def decomposition_table() -> dict:
     table[torch.ops.prims.device_put.default] = device_put_on_its_device
     table[aten.var_mean.correction] = var_mean_correction
     table[aten.as_strided.default] = as_strided_as_view
-    table[aten.convolution.default] = convolution_1d_as_2d
+    table[aten.convolution.default] = convolution
     table[aten.constant_pad_nd.default] = constant_pad_nd_with_crops
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)

@@ -762,6 +762,23 @@ def grouped_convolution_backward(grad_output, x, weight, bias_sizes, stride, pad
     return grad_input, grad_weight, grad_bias
 
 
+def transposed_convolution_cropped(x, weight, bias, stride, padding, dilation, transposed,
+                                   output_padding, groups):
+    """A transposed convolution whose kernel size is symbolic, with padding: the same
+    convolution unpadded, cropped by the padding on each side (its output at o is the
+    unpadded one's at o + padding). torch-mlir pads or crops its input by
+    dilation * (kernel - 1) - padding, and crops only where that folds to a negative
+    constant: with a symbolic kernel size it pads by a negative amount instead."""
+    spatial = weight.shape[2:]
+    if not transposed or not any(padding) or all(isinstance(k, int) for k in spatial):
+        return NotImplemented
+    full = aten.convolution.default(x, weight, bias, stride, [0] * len(padding), dilation,
+                                    True, output_padding, groups)
+    for dim, pad in enumerate(padding, start=2):
+        full = full.narrow(dim, pad, full.shape[dim] - 2 * pad)
+    return full
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
@@ -823,6 +840,7 @@ def lowerable_decompositions() -> dict:
         aten.frexp.Tensor: frexp,
         aten.nonzero_static.default: nonzero_static,
         aten.convolution_backward.default: grouped_convolution_backward,
+        aten.convolution.default: transposed_convolution_cropped,
     })
     table.update({op: _dim_from_start(op, table.get(op)) for op in SCATTERS})
     return table
