@@ -378,3 +378,47 @@ func.func @negative_root_wider_than_rows(%per_channel: tensor<2x4x128xf32>, %y: 
   } -> tensor<2x4x128x36xf32>
   return %gradient : tensor<2x4x128x36xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rows = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A residual add that a row kernel reads (the row sum and the centering) and a later
+// op reads too (here the return; in a transformer, the next residual add): the row
+// kernel takes the add in and also writes its value, as a second result of its tiled
+// loop. One kernel for the add and the norm, not two.
+// CHECK-LABEL: func.func @residual_add_into_rows
+// CHECK:         %[[R:.*]]:2 = scf.forall (%{{.*}}, %{{.*}}) in (4, 8)
+// CHECK:           arith.addf
+// CHECK:           iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:           arith.subf
+// CHECK:           scf.forall.in_parallel
+// CHECK-COUNT-2:     tensor.parallel_insert_slice
+// CHECK:         return %[[R]]#0, %[[R]]#1
+func.func @residual_add_into_rows(%x: tensor<4x8x16xf32>, %y: tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8x16xf32>
+  %residual = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %y : tensor<4x8x16xf32>, tensor<4x8x16xf32>) outs(%e : tensor<4x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8x16xf32>
+  %e1 = tensor.empty() : tensor<4x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%residual : tensor<4x8x16xf32>) outs(%init : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<4x8x16xf32>
+  %centered = linalg.generic {indexing_maps = [#id, #rows, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%residual, %sum : tensor<4x8x16xf32>, tensor<4x8xf32>) outs(%e2 : tensor<4x8x16xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %d = arith.subf %in, %s : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8x16xf32>
+  return %centered, %residual : tensor<4x8x16xf32>, tensor<4x8x16xf32>
+}

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.contractions import is_contraction
+from tessel.passes.fuse_returned_producers import elementwise
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
 from tessel.passes.transform_script import TransformError, apply_transform_script
@@ -284,7 +285,9 @@ def _grow(group: FusionGroup, nodes, users, assigned, root_dims: list[int],
                 if gpu_rows and (_slides_a_window(producer)
                                  or _reads_transposed(consumer_op, index)):
                     continue
-                if not users[producer_op] <= set(tiled_dims):
+                if not users[producer_op] <= set(tiled_dims) and not (
+                        rows_tiled and _yields_for_later_users(
+                            producer_op, users[producer_op] - set(tiled_dims), group.root.op)):
                     continue
                 producer_dims = [_tiled_producer_dim(consumer, d, index, producer)
                                  for d in consumer_dims]
@@ -299,6 +302,19 @@ def _grow(group: FusionGroup, nodes, users, assigned, root_dims: list[int],
                 if not _writes_a_constant(producer_op):
                     assigned[producer_op] = group
                 changed = True
+
+
+def _yields_for_later_users(producer: ir.Operation, outside: set, root: ir.Operation) -> bool:
+    """Whether a GPU row kernel may take in `producer`, an element-wise op that users
+    `outside` the group read too, and also write its value for them: the tiled loop
+    that replaces `root` gains a result (fuse_into_containing_op does it where those
+    users all come after the loop in its block). A residual add and the layer norm that
+    reads it become one kernel instead of two."""
+    if not elementwise(producer) or len(producer.results) != 1:
+        return False
+    block = root.parent.operation
+    return all(user is not None and user.parent.operation == block
+               and root.is_before_in_block(user) for user in outside)
 
 
 def pooling_window(generic: ir.Operation) -> list[int] | None:
