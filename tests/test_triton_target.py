@@ -1857,6 +1857,21 @@ def test_only_images_are_channels_last(tmp_path):
     assert "in0_stride1*(r % 16)" in kernels                 # channels fastest
 
 
+def test_a_result_laid_out_as_eagers_is_returned_without_copies(tmp_path):
+    """A channels-last image in, a channels-last result out, as eager's: the kernel
+    writing the result writes it channels-last, and the host returns that buffer (it
+    had copied it to a contiguous one, then back into eager's layout: SegFormer's
+    logits, two copies a call)."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 3, 10, 10).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        result = compile_triton(model, tmp_path / "dump")(x)
+        torch.testing.assert_close(result, model(x))
+        assert result.stride() == model(x).stride()
+    _, host = generated_files(tmp_path / "dump")
+    assert ".contiguous()" not in host and ".copy_(" not in host
+
+
 def test_a_reshape_to_zero_dims_passes_its_shape_as_one_tuple():
     """`x.reshape()` is a TypeError: a 0-d shape is `x.reshape(())` (ELECTRA's
     binary cross-entropy loss of a training step reshapes to 0-d)."""

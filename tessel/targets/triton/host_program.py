@@ -579,6 +579,13 @@ class _HostWriter:
         if layout is not None:
             self.layouts[name] = layout
 
+    def strided_as(self, name: str, stride: tuple[str, ...]) -> bool:
+        """Whether tensor `name` is known to have these strides (Python expressions:
+        only constant ones can match)."""
+        layout = self.layouts.get(name)
+        return layout is not None and layout.guard is None and \
+            tuple(str(step) for step in layout.stride) == tuple(stride)
+
     def contiguous(self, name: str) -> bool:
         """Whether tensor `name` is known to be laid out contiguously."""
         layout = self.layouts.get(name)
@@ -978,13 +985,19 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
             layout = "memory_format=torch.contiguous_format" if channels_last else ""
             records.append(Bind(output, f"{name}.clone({layout})", (name,), fresh=True,
                                 output=True))
-        else:
+        elif result.stride is not None and writer.strided_as(name, result.stride):
+            # Already laid out as eager's result (a channels-last kernel's output).
+            records.append(Bind(output, name, (name,), fresh=False, output=True))
+            continue
+        elif result.stride is None:
             # Contiguous, as eager's result is (result.stride None): a view the host
             # took (the shifted labels of a causal LM's loss, a slice of a padded
             # tensor) may not be, and aot_autograd's view of it then fails.
             relaid = (channels_last or root != value) and not writer.contiguous(name)
             records.append(Bind(output, name + (".contiguous()" if relaid else ""), (name,),
                                 fresh=False, output=True))
+        else:
+            records.append(Bind(output, name, (name,), fresh=False, output=True))
         if result.stride is not None:
             # Eager returns this output strided; callers may rely on its layout.
             records.append(Bind(output, f"torch.empty_strided({output}.shape, "
