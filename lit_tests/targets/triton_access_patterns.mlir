@@ -221,3 +221,27 @@ module {
     return %2 : tensor<16x8xf32>
   }
 }
+
+// -----
+
+// A concatenation as a gather: each input is loaded only where the point selects it
+// (its load masked by the select's condition), as Inductor masks a concatenation's
+// loads; the select then takes the loaded value.
+// CHECK-LABEL: def main_kernel_0(
+// CHECK:         [[FIRST:v[0-9]+]] = (r % 16) < 8
+// CHECK-NEXT:    [[A:v[0-9]+]] = tl.load(in0 + {{.*}}, mask=mask & [[FIRST]])
+// CHECK:         [[B:v[0-9]+]] = tl.load(in1 + {{.*}}, mask=mask & ~([[FIRST]]))
+// CHECK-NEXT:    tl.where([[FIRST]], [[A]], [[B]])
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x16xf32> {
+  %c = tensor.concat dim(1) %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  %e = tensor.empty() : tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = math.tanh %in : f32
+    linalg.yield %t : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}

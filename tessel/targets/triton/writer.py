@@ -22,6 +22,7 @@ from tessel.passes.form_kernels import sole_generic
 from tessel.passes.fuse_tiles import pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
 from tessel.targets.triton import layouts, op_table, sizes
+from tessel.targets.triton.branch_guards import load_guards
 from tessel.targets.triton.dtypes import (
     HALF,
     HELD_DTYPES,
@@ -46,8 +47,11 @@ from tessel.targets.triton.indexing import (
 from tessel.targets.triton.op_table import CASTS
 from tessel.targets.triton.unsupported import UnsupportedKernel
 
-# In a body's `names`: the loop indices' expressions (per dim) and their kind.
+# In a body's `names`: the loop indices' expressions (per dim) and their kind; the
+# body's ops; the guards of its loads (branch_guards).
 LOOP_INDICES = "loop indices"
+BODY_OPS = "body ops"
+LOAD_GUARDS = "load guards"
 
 
 @dataclass
@@ -359,12 +363,14 @@ class KernelWriter:
         block = op.regions[0].blocks[0]
         body_ops = [o.operation for o in block.operations]
         used = {v for body_op in body_ops for v in body_op.operands}
-        names: dict = {LOOP_INDICES: (indices, kind)}
+        names: dict = {LOOP_INDICES: (indices, kind), BODY_OPS: set(body_ops),
+                       LOAD_GUARDS: load_guards(body_ops)}
         for argument, operand, affine_map in zip(block.arguments, op.operands, maps):
             if argument in used:
                 names[argument] = self.read(operand, affine_map, indices, kind)
         for body_op in body_ops[:-1]:
-            self.body_op(body_op, names)
+            if not (body_op.results and all(result in names for result in body_op.results)):
+                self.body_op(body_op, names)  # else written already, for a load's mask
         return [self.value(value, names) for value in body_ops[-1].operands]
 
     def recompute(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[Index],
@@ -454,10 +460,24 @@ class KernelWriter:
         kind = "row" if any(k == "row" for _, k in positions) else "scalar"
         offset = address(strides(pointer, len(positions)), [ZERO] * len(positions),
                          [named(p) for p, _ in positions])
-        load = f"tl.load({pointer} + {text(offset)}" + (", mask=mask)" if kind == "row" else ")")
+        mask = "mask"
+        for condition, side in sorted(names.get(LOAD_GUARDS, {}).get(op, ()), key=str):
+            expression, _ = self.written(condition, names)
+            mask += f" & {expression}" if side else f" & ~({expression})"
+        load = f"tl.load({pointer} + {text(offset)}" + (f", mask={mask})" if kind == "row" else ")")
         variable = self.fresh()
         self.emit(f"{variable} = {self.held(load, op.operands[0])}")
         return variable, kind
+
+    def written(self, value: ir.Value, names: dict) -> tuple[str, str]:
+        """`value`, writing first the body ops it needs that come later in the body (a
+        select's condition, which masks a load before it)."""
+        owner = ir.operation_of(value.owner)
+        if value not in names and owner in names.get(BODY_OPS, ()):
+            for operand in owner.operands:
+                self.written(operand, names)
+            self.body_op(owner, names)
+        return self.value(value, names)
 
     def held(self, load: str, tensor: ir.Value) -> str:
         """A load of `tensor`'s elements, converted to the type they are held in (f32
