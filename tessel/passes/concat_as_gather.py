@@ -65,8 +65,9 @@ class ConcatAsGatherPass(ModulePass):
     being a copy of its own: rotary embeddings' `cat(-x2, x1)` into the multiply-add
     that reads it, and the producers of its inputs, through `inline-gathered-producers`
     (Inductor lowers a concat of few inputs to a pointwise kernel with masked loads for
-    the same reason). The clamped index keeps every load in bounds; the loads a point
-    does not select all read an input's first or last slice, which stays in cache.
+    the same reason). The clamped index keeps every tensor.extract in bounds, as the
+    IR requires; a Triton kernel loads an input only at the points that select it
+    (targets/triton/branch_guards.py).
     """
 
     name: ClassVar[str] = "concat-as-gather"
