@@ -76,15 +76,15 @@ def _inputs_written_where_computed(gm: torch.fx.GraphModule, partitions: list[Pa
     (input_mutations.py), in place where write-inputs-in-place allows (a static KV
     cache's update), instead of returning the new value for a later piece to copy."""
     owner = {node: partition for partition in partitions for node in partition.nodes}
-    for copy in input_copies(gm):
-        destination, value = copy.args[0], copy.args[1]
+    for write in input_copies(gm):
+        destination, value = write.args[0], write.args[1]
         piece = owner.get(value)
-        if copy.users or piece is None or copy not in owner or owner[copy] is piece:
+        if write.users or piece is None or write not in owner or owner[write] is piece:
             continue
-        if all(owner.get(user) is piece for user in destination.users if user is not copy):
-            owner[copy].remove_node(copy)
-            piece.add_node(copy)
-            owner[copy] = piece
+        if all(owner.get(user) is piece for user in destination.users if user is not write):
+            owner[write].remove_node(write)
+            piece.add_node(write)
+            owner[write] = piece
     return [partition for partition in partitions if partition.size()]
 
 
