@@ -80,3 +80,28 @@ func.func @negative_growing_chain(%x: tensor<4x2xf32>, %f: tensor<4x2xf32>, %g: 
   } -> tensor<4x4xf32>
   return %r, %c2 : tensor<4x4xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Rotary embeddings' `cat((freqs, freqs))`: one piece twice, which no other concat
+// reads; gathered, both halves from it.
+// CHECK-LABEL: func.func @piece_concatenated_with_itself
+// CHECK-SAME:    (%[[A:.*]]: tensor<4x2xf32>
+// CHECK-NOT:     tensor.concat
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK:           tensor.extract %[[A]]
+// CHECK:           tensor.extract %[[A]]
+// CHECK:           arith.select
+func.func @piece_concatenated_with_itself(%a: tensor<4x2xf32>) -> tensor<4x4xf32> {
+  %cat = tensor.concat dim(1) %a, %a : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%cat : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %c = math.cos %x : f32
+    linalg.yield %c : f32
+  } -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}

@@ -47,7 +47,10 @@ def _gathered(concat: ir.Operation) -> bool:
         return False
     producers = [ir.operation_of(v.owner) for v in concat.operands]
     users = [ir.operation_of(use.owner) for use in concat.results[0].uses]
-    readers_of_pieces = [ir.operation_of(use.owner) for v in concat.operands for use in v.uses]
+    # Each piece once: a piece concatenated with itself (rotary embeddings'
+    # `cat((freqs, freqs))`) is read by no other concat.
+    readers_of_pieces = [ir.operation_of(use.owner) for v in dict.fromkeys(concat.operands)
+                         for use in v.uses]
     if any(_concatenates(op) for op in producers + users) or sum(
             _concatenates(op) for op in readers_of_pieces) > len(concat.operands):
         return False
