@@ -1100,6 +1100,39 @@ def test_a_static_cache_update_scatters_single_elements():
     assert_compiled()
 
 
+def _rotary_angles_and_cache_update(cache, positions, new, inverse_frequencies):
+    """A decode step's cache update next to its rotary angles, as transformers computes
+    them: the angles' halves concatenated (cat((freqs, freqs))), the new entries
+    scattered into the cache."""
+    freqs = positions[:, None].float() * inverse_frequencies[None, :]
+    angles = torch.cat((freqs, freqs), dim=-1)
+    cache.index_copy_(2, positions, new)
+    return angles.cos(), angles.sin(), cache * 2
+
+
+def test_a_decode_steps_concatenations_are_gathered(tmp_path):
+    """torch-mlir scatters the new entries one element at a time, one index column per
+    cache dim (iotas for the dims not indexed, the positions for the one indexed), each
+    flattened and unsqueezed, then concatenated: gathered through those reshapes, the
+    columns are one kernel with their iotas, not a kernel each and a torch.cat. The
+    angles' halves, one tensor twice, are gathered into the cos and sin kernel."""
+    cache, new = torch.randn(2, 3, 10, 4), torch.randn(2, 3, 1, 4)
+    positions, inverse_frequencies = torch.tensor([6]), torch.randn(2)
+    expected_cache = cache.clone()
+    compiled = compile_triton(_rotary_angles_and_cache_update, tmp_path / "dump")
+    for got, want in zip(compiled(cache, positions, new, inverse_frequencies),
+                         _rotary_angles_and_cache_update(expected_cache, positions, new,
+                                                         inverse_frequencies)):
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(cache, expected_cache)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.cat(" not in host and host.count("scatter(") == 1, host
+    # the frequencies and the index columns (one combo kernel), cos, sin, the doubled
+    # cache
+    assert len(re.findall(r"^    launch_main_\w+\(", host, re.M)) == 4, host
+
+
 def _scattered_as_tm_tensor(original, indices, updates):
     """tm_tensor.scatter's scalar loop (accumulating): update slice dim j addresses
     original dim rank - slice rank + j, plus the index where that dim is indexed."""

@@ -10,6 +10,7 @@ import copy
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import tessel
 from conftest import parameters_with_gradients
@@ -97,6 +98,124 @@ def test_an_input_whose_old_value_a_later_kernel_reads_is_copied_back(target):
         expected = _write_then_read_the_old_value(expected_x)
         torch.testing.assert_close(compiled(x), expected)
         torch.testing.assert_close(x, expected_x)
+    counters = tessel.stats()
+    assert counters["inputs_written_in_place"] == 0, counters
+    assert counters["inputs_copied_back"] == 1, counters
+
+
+def _cache_update(cache, positions, new, query):
+    """A static KV cache's update (transformers' StaticCache: index_copy_ of the new
+    entries), then a read of the whole new cache."""
+    cache.index_copy_(2, positions, new)
+    return query @ cache.transpose(-2, -1)
+
+
+def _repeat_heads(cache):
+    """transformers' repeat_kv: each of the cache's heads twice, a copy."""
+    batch, heads, length, width = cache.shape
+    return cache[:, :, None].expand(batch, heads, 2, length, width).reshape(
+        batch, heads * 2, length, width)
+
+
+def _cache_update_then_attention(keys, values, positions, new_keys, new_values, query):
+    """Both caches updated, then grouped-query attention over them (as a Llama layer
+    decodes): PyTorch's fused attention, which runs natively between compiled pieces
+    (the piece that updates the caches, the one after the attention)."""
+    keys.index_copy_(2, positions, new_keys)
+    values.index_copy_(2, positions, new_values)
+    return F.scaled_dot_product_attention(query, _repeat_heads(keys),
+                                          _repeat_heads(values)).sin()
+
+
+def _cache_args():
+    torch.manual_seed(0)
+    return (torch.randn(2, 3, 10, 4), torch.tensor([4]), torch.randn(2, 3, 1, 4),
+            torch.randn(2, 3, 1, 4))
+
+
+def _embedded_cache_update(cache, positions, tokens, table, query):
+    """The new entries looked up in an embedding table: the gather's kernel checks its
+    indices (device asserts on the Triton target, which run nothing eagerly)."""
+    return _cache_update(cache, positions, F.embedding(tokens, table).view(2, 3, 1, 4), query)
+
+
+def test_a_static_cache_update_next_to_checked_gathers_is_in_place():
+    cache, positions, _, query = _cache_args()
+    tokens, table = torch.tensor([[1], [3], [0], [2], [3], [1]]), torch.randn(5, 4)
+    expected_cache = cache.clone()
+    compiled = _compiled(_embedded_cache_update, "triton")
+    for _ in range(2):
+        tessel.reset_stats()
+        expected = _embedded_cache_update(expected_cache, positions, tokens, table, query)
+        torch.testing.assert_close(compiled(cache, positions, tokens, table, query), expected)
+        torch.testing.assert_close(cache, expected_cache)
+    counters = tessel.stats()
+    assert counters["inputs_written_in_place"] == 1, counters
+    assert counters["inputs_copied_back"] == 0, counters
+
+
+def test_a_static_cache_update_scatters_into_the_cache_itself():
+    """The scatter that writes the new entries reads the cache (its original) and
+    nothing else does: the Triton host scatters into the cache itself, neither cloning
+    it first nor copying the new value back."""
+    cache, positions, new, query = _cache_args()
+    expected_cache = cache.clone()
+    address = cache.data_ptr()
+    compiled = _compiled(_cache_update, "triton")
+    for step in range(2):
+        tessel.reset_stats()
+        positions = torch.tensor([4 + step])
+        expected = _cache_update(expected_cache, positions, new, query)
+        torch.testing.assert_close(compiled(cache, positions, new, query), expected)
+        torch.testing.assert_close(cache, expected_cache)
+    assert cache.data_ptr() == address
+    counters = tessel.stats()
+    assert counters["inputs_written_in_place"] == 1, counters
+    assert counters["inputs_copied_back"] == 0, counters
+
+
+def test_caches_updated_before_a_native_attention_are_written_by_their_piece():
+    """The graph is split around the fused attention; the caches' writes, which
+    aot_autograd puts at the graph's end (in the last piece), go into the piece that
+    scatters, which writes them in place: nothing is copied back."""
+    keys, positions, new_keys, query = _cache_args()
+    values, new_values = torch.randn_like(keys), torch.randn_like(new_keys)
+    query = torch.randn(2, 6, 1, 4)
+    expected_keys, expected_values = keys.clone(), values.clone()
+    compiled = _compiled(_cache_update_then_attention, "triton")
+    tessel.reset_stats()
+    for step in range(2):
+        if step:  # the second call's counters; the first compiled the pieces
+            assert len(tessel.stats()["native_ops"]) == 1, tessel.stats()
+            tessel.reset_stats()
+        with torch.no_grad():
+            expected = _cache_update_then_attention(expected_keys, expected_values, positions,
+                                                    new_keys, new_values, query)
+            actual = compiled(keys, values, positions, new_keys, new_values, query)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(keys, expected_keys)
+        torch.testing.assert_close(values, expected_values)
+    counters = tessel.stats()
+    assert counters["inputs_written_in_place"] == 2, counters
+    assert counters["inputs_copied_back"] == 0, counters
+
+
+def _cache_update_reading_the_old_cache(cache, positions, new, query):
+    old = query @ cache.transpose(-2, -1)
+    cache.index_copy_(2, positions, new)
+    return old + query @ cache.transpose(-2, -1)
+
+
+def test_a_cache_whose_old_value_is_read_too_is_copied_back():
+    """A gemm reads the cache before its update: scattered into in place, it might
+    read the new entries."""
+    cache, positions, new, query = _cache_args()
+    expected_cache = cache.clone()
+    compiled = _compiled(_cache_update_reading_the_old_cache, "triton")
+    tessel.reset_stats()
+    expected = _cache_update_reading_the_old_cache(expected_cache, positions, new, query)
+    torch.testing.assert_close(compiled(cache, positions, new, query), expected)
+    torch.testing.assert_close(cache, expected_cache)
     counters = tessel.stats()
     assert counters["inputs_written_in_place"] == 0, counters
     assert counters["inputs_copied_back"] == 1, counters

@@ -80,3 +80,54 @@ func.func @negative_growing_chain(%x: tensor<4x2xf32>, %f: tensor<4x2xf32>, %g: 
   } -> tensor<4x4xf32>
   return %r, %c2 : tensor<4x4xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Rotary embeddings' `cat((freqs, freqs))`: one piece twice, which no other concat
+// reads; gathered, both halves from it.
+// CHECK-LABEL: func.func @piece_concatenated_with_itself
+// CHECK-SAME:    (%[[A:.*]]: tensor<4x2xf32>
+// CHECK-NOT:     tensor.concat
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK:           tensor.extract %[[A]]
+// CHECK:           tensor.extract %[[A]]
+// CHECK:           arith.select
+func.func @piece_concatenated_with_itself(%a: tensor<4x2xf32>) -> tensor<4x4xf32> {
+  %cat = tensor.concat dim(1) %a, %a : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%cat : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %c = math.cos %x : f32
+    linalg.yield %c : f32
+  } -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A scatter's index columns, as torch-mlir makes them: generics flattened and
+// unsqueezed, then concatenated, read by the scatter alone. The generics behind the
+// reshapes are neighbours to fuse with (inline-gathered-producers reads through them).
+// CHECK-LABEL: func.func @columns_reshaped_from_generics
+// CHECK-NOT:     tensor.concat
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<6x2xi64>) attrs = {tessel.gathered_concat}
+func.func @columns_reshaped_from_generics(%pos: tensor<2x3xi64>) -> tensor<6x2xi64> {
+  %e = tensor.empty() : tensor<2x3xi64>
+  %rows = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<2x3xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    %v = arith.index_cast %i : index to i64
+    linalg.yield %v : i64
+  } -> tensor<2x3xi64>
+  %a = tensor.collapse_shape %rows [[0, 1]] : tensor<2x3xi64> into tensor<6xi64>
+  %b = tensor.collapse_shape %pos [[0, 1]] : tensor<2x3xi64> into tensor<6xi64>
+  %ca = tensor.expand_shape %a [[0, 1]] output_shape [6, 1] : tensor<6xi64> into tensor<6x1xi64>
+  %cb = tensor.expand_shape %b [[0, 1]] output_shape [6, 1] : tensor<6xi64> into tensor<6x1xi64>
+  %cat = tensor.concat dim(1) %ca, %cb : (tensor<6x1xi64>, tensor<6x1xi64>) -> tensor<6x2xi64>
+  return %cat : tensor<6x2xi64>
+}

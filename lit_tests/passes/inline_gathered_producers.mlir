@@ -97,3 +97,36 @@ func.func @negative_reduction(%x: tensor<4x8xf32>, %init: tensor<4xf32>) -> tens
   } -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A collapse unfolds the point's index into the source's dims, row-major: a scatter's
+// index column (an iota over a [2, 3] tensor, flattened) computed at the point.
+// CHECK-LABEL: func.func @through_collapse
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<6xi64>)
+// CHECK:           %[[I:.*]] = linalg.index 0
+// CHECK:           arith.remsi %[[I]], %{{.*}} : index
+// CHECK:           %[[ROW:.*]] = arith.divsi %[[I]], %{{.*}} : index
+// CHECK:           %[[V:.*]] = arith.index_cast %[[ROW]] : index to i64
+// CHECK:           linalg.yield %[[V]]
+// CHECK-NOT:     linalg.generic
+func.func @through_collapse() -> tensor<6xi64> {
+  %e = tensor.empty() : tensor<2x3xi64>
+  %rows = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<2x3xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    %v = arith.index_cast %i : index to i64
+    linalg.yield %v : i64
+  } -> tensor<2x3xi64>
+  %flat = tensor.collapse_shape %rows [[0, 1]] : tensor<2x3xi64> into tensor<6xi64>
+  %f = tensor.empty() : tensor<6xi64>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%f : tensor<6xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    %v = tensor.extract %flat[%i] : tensor<6xi64>
+    linalg.yield %v : i64
+  } -> tensor<6xi64>
+  return %r : tensor<6xi64>
+}

@@ -1,4 +1,6 @@
 // RUN: %opt %s --split-input-file -p write-inputs-in-place | filecheck %s
+// RUN: %opt %s --split-input-file -p 'write-inputs-in-place{kernel-checks-abort=true}' \
+// RUN:   | filecheck %s --check-prefix=ABORT
 
 #id = affine_map<(d0) -> (d0)>
 
@@ -128,8 +130,11 @@ func.func @negative_also_returned_as_a_view(%x: tensor<8xf32>) -> (tensor<2x4xf3
 
 // A runtime check anywhere in the function: a failed one runs the call eagerly, which
 // must read the inputs as they were. Nothing is written in place.
+// A check of the host's runs the call eagerly whether kernels' checks abort or not.
 // CHECK-LABEL: func.func @negative_runtime_check
 // CHECK-NOT:     tessel.in_place
+// ABORT-LABEL: func.func @negative_runtime_check
+// ABORT-NOT:     tessel.in_place
 func.func @negative_runtime_check(%x: tensor<8xf32>, %ok: i1) -> (tensor<8xf32> {tessel.new_value_of = 0 : i64}) {
   %one = arith.constant 1.0 : f32
   %e = tensor.empty() : tensor<8xf32>
@@ -143,4 +148,89 @@ func.func @negative_runtime_check(%x: tensor<8xf32>, %ok: i1) -> (tensor<8xf32> 
   }) {sym_name = "k0"} : () -> tensor<8xf32>
   cf.assert %ok, "a size check"
   return %new : tensor<8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+
+// A kernel's own check (a gather's index bound): where it runs the call eagerly when it
+// fails (the CPU target), nothing is written in place; where it aborts (Triton's
+// device assert), it keeps nothing from being written in place.
+// CHECK-LABEL: func.func @check_inside_a_kernel
+// CHECK-NOT:     tessel.in_place
+// ABORT-LABEL: func.func @check_inside_a_kernel
+// ABORT-SAME:    -> (tensor<8xf32> {tessel.in_place, tessel.new_value_of = 0 : i64})
+func.func @check_inside_a_kernel(%x: tensor<8xf32>) -> (tensor<8xf32> {tessel.new_value_of = 0 : i64}) {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %new = "tkern.kernel"() ({
+    %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+    ^bb0(%xi: f32, %o: f32):
+      %ok = arith.cmpf olt, %xi, %one : f32
+      cf.assert %ok, "a kernel's check"
+      %y = arith.addf %xi, %one : f32
+      linalg.yield %y : f32
+    } -> tensor<8xf32>
+    "tkern.yield"(%n) : (tensor<8xf32>) -> ()
+  }) {sym_name = "k0"} : () -> tensor<8xf32>
+  return %new : tensor<8xf32>
+}
+
+// -----
+
+#row = affine_map<(d0, d1) -> (d0, d1)>
+
+// A static KV cache's update: new rows scattered into the cache, which nothing else
+// reads; a kernel reads the new cache. The scatter writes into the cache itself.
+// CHECK-LABEL: func.func @static_cache_update
+// CHECK-SAME:    -> (tensor<4x8xf32>, tensor<4x8xf32> {tessel.in_place, tessel.new_value_of = 0 : i64})
+// CHECK:         outs(%arg0 : tensor<4x8xf32>)
+func.func @static_cache_update(%cache: tensor<4x8xf32>, %rows: tensor<2x8xf32>, %at: tensor<2x1xi64>) -> (tensor<4x8xf32>, tensor<4x8xf32> {tessel.new_value_of = 0 : i64}) {
+  %new = "tkern.library_call"() ({
+    %s = tm_tensor.scatter {dimension_map = array<i64: 0>} unique_indices(true) ins(%rows, %at : tensor<2x8xf32>, tensor<2x1xi64>) outs(%cache : tensor<4x8xf32>) {
+    ^bb0(%update: f32, %current: f32):
+      tm_tensor.yield %update : f32
+    } -> tensor<4x8xf32>
+    "tkern.yield"(%s) : (tensor<4x8xf32>) -> ()
+  }) {callee = "scatter"} : () -> tensor<4x8xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %doubled = "tkern.kernel"() ({
+    %d = linalg.generic {indexing_maps = [#row, #row], iterator_types = ["parallel", "parallel"]} ins(%new : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %y = arith.addf %v, %v : f32
+      linalg.yield %y : f32
+    } -> tensor<4x8xf32>
+    "tkern.yield"(%d) : (tensor<4x8xf32>) -> ()
+  }) {sym_name = "k0"} : () -> tensor<4x8xf32>
+  return %doubled, %new : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+#row = affine_map<(d0, d1) -> (d0, d1)>
+
+// The old cache is read by a kernel too: scattered into in place, it might read the
+// new rows.
+// CHECK-LABEL: func.func @negative_cache_read_elsewhere
+// CHECK-NOT:     tessel.in_place
+func.func @negative_cache_read_elsewhere(%cache: tensor<4x8xf32>, %rows: tensor<2x8xf32>, %at: tensor<2x1xi64>) -> (tensor<4x8xf32>, tensor<4x8xf32> {tessel.new_value_of = 0 : i64}) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %doubled = "tkern.kernel"() ({
+    %d = linalg.generic {indexing_maps = [#row, #row], iterator_types = ["parallel", "parallel"]} ins(%cache : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %y = arith.addf %v, %v : f32
+      linalg.yield %y : f32
+    } -> tensor<4x8xf32>
+    "tkern.yield"(%d) : (tensor<4x8xf32>) -> ()
+  }) {sym_name = "k0"} : () -> tensor<4x8xf32>
+  %new = "tkern.library_call"() ({
+    %s = tm_tensor.scatter {dimension_map = array<i64: 0>} unique_indices(true) ins(%rows, %at : tensor<2x8xf32>, tensor<2x1xi64>) outs(%cache : tensor<4x8xf32>) {
+    ^bb0(%update: f32, %current: f32):
+      tm_tensor.yield %update : f32
+    } -> tensor<4x8xf32>
+    "tkern.yield"(%s) : (tensor<4x8xf32>) -> ()
+  }) {callee = "scatter"} : () -> tensor<4x8xf32>
+  return %doubled, %new : tensor<4x8xf32>, tensor<4x8xf32>
 }

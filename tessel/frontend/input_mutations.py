@@ -33,7 +33,7 @@ def _placeholders(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     return [n for n in gm.graph.nodes if n.op == "placeholder"]
 
 
-def _input_copies(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+def input_copies(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     """The `copy_` nodes that write a graph input."""
     return [n for n in gm.graph.nodes
             if n.op == "call_function" and n.target is _COPY and n.args[0].op == "placeholder"]
@@ -42,19 +42,19 @@ def _input_copies(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
 def mutated_inputs(gm: torch.fx.GraphModule) -> tuple[int, ...]:
     """The positions of the inputs `gm` writes, in the order it writes them."""
     positions = {node: i for i, node in enumerate(_placeholders(gm))}
-    return tuple(positions[copy.args[0]] for copy in _input_copies(gm))
+    return tuple(positions[copy.args[0]] for copy in input_copies(gm))
 
 
 def mutations_as_results(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of `gm` that returns the value of each input it writes (in
     `mutated_inputs` order) after its own results, instead of writing it."""
-    if not _input_copies(gm):
+    if not input_copies(gm):
         return gm
     graph = torch.fx.Graph()
     output = graph.output(graph.graph_copy(gm.graph, {}))
     pure = torch.fx.GraphModule(gm, graph)
     new_values = []
-    for copy in _input_copies(pure):
+    for copy in input_copies(pure):
         value = copy.args[1]
         # copy_ returns its destination: what read it reads the new value.
         copy.replace_all_uses_with(value)

@@ -17,11 +17,12 @@ from typing import Callable
 
 import torch
 import torch.fx
-from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from tessel.frontend.collectives import communicates, overlap_communication
+from tessel.frontend.input_mutations import input_copies
 
 MAX_ROUNDS = 8
 
@@ -57,12 +58,34 @@ def split_around(gm: torch.fx.GraphModule, excluded: Callable[[torch.fx.Node], b
     else:
         partitioner = CapabilityBasedPartitioner(copied, _Excluding(excluded),
                                                  allows_single_node_partition=True)
-        split = partitioner.partition_and_fuse()
+        partitions = _inputs_written_where_computed(copied, partitioner.propose_partitions())
+        split = partitioner.fuse_partitions(partitions)
     pieces = [node.target for node in split.graph.nodes if node.op == "call_module"]
     for node in split.graph.nodes:
         if node.op == "call_module":
             _copy_input_metadata(getattr(split, node.target), node)
     return split, pieces
+
+
+def _inputs_written_where_computed(gm: torch.fx.GraphModule, partitions: list[Partition]
+                                   ) -> list[Partition]:
+    """`partitions`, each write of a graph input (`copy_(input, new_value)`, which
+    aot_autograd puts at the graph's end, where the partitioner puts it in the last
+    piece) moved into the piece that computes the new value, where every other reader
+    of the input is in that piece too. That piece then writes the input
+    (input_mutations.py), in place where write-inputs-in-place allows (a static KV
+    cache's update), instead of returning the new value for a later piece to copy."""
+    owner = {node: partition for partition in partitions for node in partition.nodes}
+    for write in input_copies(gm):
+        destination, value = write.args[0], write.args[1]
+        piece = owner.get(value)
+        if write.users or piece is None or write not in owner or owner[write] is piece:
+            continue
+        if all(owner.get(user) is piece for user in destination.users if user is not write):
+            owner[write].remove_node(write)
+            piece.add_node(write)
+            owner[write] = piece
+    return [partition for partition in partitions if partition.size()]
 
 
 def _runs_in_program_order(graph: torch.fx.Graph, excluded) -> list[dict[torch.fx.Node, None]]:

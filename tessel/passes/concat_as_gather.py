@@ -32,6 +32,18 @@ def _static(piece: ir.Value) -> ir.Value | None:
     return None
 
 
+def _producer(value: ir.Value) -> ir.Operation | None:
+    """The op that computes `value`, through static reshapes (inline-gathered-producers
+    reads through them): torch-mlir flattens and unsqueezes each index column of a
+    scatter before concatenating them."""
+    op = ir.operation_of(value.owner)
+    while op is not None and op.name in ("tensor.expand_shape", "tensor.collapse_shape") \
+            and ir.RankedTensorType(op.results[0].type).has_static_shape \
+            and ir.RankedTensorType(op.operands[0].type).has_static_shape:
+        op = ir.operation_of(op.operands[0].owner)
+    return op
+
+
 def _concatenates(op: ir.Operation | None) -> bool:
     return op is not None and op.name == "tensor.concat"
 
@@ -45,9 +57,12 @@ def _gathered(concat: ir.Operation) -> bool:
     if not result.has_static_shape or not 2 <= len(concat.operands) <= MAX_GATHERED_INPUTS \
             or any(_static(piece) is None for piece in concat.operands):
         return False
-    producers = [ir.operation_of(v.owner) for v in concat.operands]
+    producers = [_producer(v) for v in concat.operands]
     users = [ir.operation_of(use.owner) for use in concat.results[0].uses]
-    readers_of_pieces = [ir.operation_of(use.owner) for v in concat.operands for use in v.uses]
+    # Each piece once: a piece concatenated with itself (rotary embeddings'
+    # `cat((freqs, freqs))`) is read by no other concat.
+    readers_of_pieces = [ir.operation_of(use.owner) for v in dict.fromkeys(concat.operands)
+                         for use in v.uses]
     if any(_concatenates(op) for op in producers + users) or sum(
             _concatenates(op) for op in readers_of_pieces) > len(concat.operands):
         return False

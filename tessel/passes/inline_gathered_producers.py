@@ -76,6 +76,11 @@ def _static_expansion(op: ir.Operation) -> bool:
     return op.name == "tensor.expand_shape" and ir.RankedTensorType(op.results[0].type).has_static_shape
 
 
+def _static_collapse(op: ir.Operation) -> bool:
+    return op.name == "tensor.collapse_shape" and \
+        ir.RankedTensorType(op.operands[0].type).has_static_shape
+
+
 def _erase_unread(op: ir.Operation, erased: set[int]) -> None:
     """Erase `op`, a producer an inlining left unread, and what it alone read."""
     if any(True for result in op.results for _ in result.uses):
@@ -85,7 +90,8 @@ def _erase_unread(op: ir.Operation, erased: set[int]) -> None:
     op.erase()
     for producer in operands:
         if producer is not None and (elementwise_producer(producer) or _static_slice(producer)
-                                     or _static_expansion(producer)):
+                                     or _static_expansion(producer)
+                                     or _static_collapse(producer)):
             _erase_unread(producer, erased)
 
 
@@ -95,7 +101,8 @@ class InlineGatheredProducersPass(ModulePass):
     """inline-gathered-producers: a tensor.extract inside a linalg.generic's body that
     reads the result of an element-wise generic computes that point there instead (the
     producer's body on its own inputs, extracted at the point), and one that reads a
-    static slice or expansion of a tensor reads the tensor at the point's index in it.
+    static slice, expansion or collapse of a tensor reads the tensor at the point's index
+    in it.
 
     A gather reads its tensor from memory, so whatever computes the tensor is a kernel
     of its own with a buffer in between. Inlined, the producer joins the gathering
@@ -130,6 +137,8 @@ class InlineGatheredProducersPass(ModulePass):
                     value, new = self._through_slice(source, list(extract.operands[1:]))
                 elif _static_expansion(source):
                     value, new = self._through_expansion(source, list(extract.operands[1:]))
+                elif _static_collapse(source):
+                    value, new = self._through_collapse(source, list(extract.operands[1:]))
                 else:
                     continue
             extract.results[0].replace_all_uses_with(value)
@@ -197,4 +206,21 @@ class InlineGatheredProducersPass(ModulePass):
                                      point[d]).result
             indices.append(index)
         extract = tensor.ExtractOp(expand.operands[0], indices)
+        return extract.result, [extract.operation]
+
+    @staticmethod
+    def _through_collapse(collapse: ir.Operation, point: list) -> tuple[ir.Value, list]:
+        """A collapsed tensor's point in its source: each collapsed index unfolds into
+        its group of source dims, row-major (signed division: indices are never
+        negative, and the targets divide so)."""
+        shape = ir.RankedTensorType(collapse.operands[0].type).shape
+        indices = []
+        for group, index in zip(ir.ArrayAttr(collapse.attributes["reassociation"]), point):
+            dims = [ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
+            unfolded = []
+            for d in reversed(dims[1:]):
+                unfolded.append(arith.RemSIOp(index, index_constant(shape[d])).result)
+                index = arith.DivSIOp(index, index_constant(shape[d])).result
+            indices += [index, *reversed(unfolded)]
+        extract = tensor.ExtractOp(collapse.operands[0], indices)
         return extract.result, [extract.operation]

@@ -138,7 +138,7 @@ def _gpu(templates: bool) -> str:
                   producers="concat-as-gather,inline-gathered-producers,"
                             "duplicate-cheap-producers,") +
         "form-kernels," + (epilogues if templates else "")
-        + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place)")
+        + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true})")
 
 
 register_pipeline(

@@ -12,8 +12,17 @@ old value. This pass marks those results `tessel.in_place`; a target's host then
 input k to the kernel as that result's buffer, which saves the allocation and the copy
 back, as Inductor's kernels write an optimizer's states in place.
 
+A scatter (a library call of tm_tensor.scatter: index_put_, index_copy_, a static KV
+cache's update) whose original is input k, read by nothing else, is marked too: the
+host then scatters into input k itself instead of into a copy of it, and the input is
+not copied back. Each index the scatter writes is read only at that index, and the
+other elements keep their values: the same argument as for the element-wise kernel.
+
 Nothing is marked in a function with runtime checks: a failed one runs the call
-eagerly, on the inputs as they were before it. A marked result's generic also gets an
+eagerly, on the inputs as they were before it. With `kernel-checks-abort` (the Triton
+target, whose kernels' checks are Triton's device asserts: under TRITON_DEBUG=1 a
+failed one stops the program, and nothing runs eagerly), only checks outside kernels
+count (the host's). A marked result's generic also gets an
 empty init of its own: bufferization (the CPU target's) would otherwise give it the
 buffer of an earlier value whose init was the same `tensor.empty` (CSE merges them),
 and that earlier value would then be written into the input before the input's last
@@ -77,12 +86,37 @@ def _written_operand(value: ir.Value) -> tuple[ir.Operation, int] | None:
     return generic, inputs + ir.OpResult(yielded).result_number
 
 
+def scattered_into(value: ir.Value) -> ir.Operation | None:
+    """The tm_tensor.scatter that computes `value`, a result of a library call that
+    scatters (library-calls' form for the GPU), else None."""
+    call = ir.operation_of(value.owner)
+    if call is None or call.name != "tkern.library_call":
+        return None
+    scatter = call.regions[0].blocks[0].operations[0].operation
+    return scatter if scatter.name == "tm_tensor.scatter" else None
+
+
+def _scattered_in_place(value: ir.Value, argument: ir.Value) -> bool:
+    """Whether `value` is `argument` scattered into, and that scatter is the only reader
+    of `argument`."""
+    scatter = scattered_into(value)
+    return scatter is not None and scatter.operands[-1] == argument \
+        and value.type == argument.type \
+        and all(ir.operation_of(use.owner) == scatter and use.operand_number == 2
+                for use in argument.uses)
+
+
 def writable_in_place(value: ir.Value, argument: ir.Value, returned: list[ir.Value]) -> bool:
     """Whether `value`, returned once as the new value of `argument`, may be written into
-    `argument`'s storage: it is a result of a kernel that is one element-wise
-    linalg.generic, of `argument`'s static type, no view of it is returned beside it, and
-    `argument` is read by that generic alone, at the point it writes `value` (each
-    program of the kernel reads the points it writes before it writes them)."""
+    `argument`'s storage: no view of it is returned beside it, and either it is
+    `argument` scattered into by a scatter that is `argument`'s only reader, or it is a
+    result of a kernel that is one element-wise linalg.generic, of `argument`'s static
+    type, and `argument` is read by that generic alone, at the point it writes `value`
+    (each program of the kernel reads the points it writes before it writes them)."""
+    if sum(1 for other in returned if view_root(other) == value) != 1:
+        return False
+    if _scattered_in_place(value, argument):
+        return True
     written = _written_operand(value)
     if written is None or value.type != argument.type \
             or not ir.ShapedType(value.type).has_static_shape:
@@ -91,8 +125,6 @@ def writable_in_place(value: ir.Value, argument: ir.Value, returned: list[ir.Val
     # An init the body reads is a value, which _own_init would drop.
     if not elementwise(generic) or any(
             True for _ in generic.regions[0].blocks[0].arguments[operand].uses):
-        return False
-    if sum(1 for other in returned if view_root(other) == value) != 1:
         return False
     maps = ir.indexing_maps(generic)
     for use in argument.uses:
@@ -121,19 +153,24 @@ class WriteInputsInPlacePass(ModulePass):
     into the input's storage (`tessel.in_place` on main's result)."""
 
     name: ClassVar[str] = "write-inputs-in-place"
+    kernel_checks_abort: bool = False   # write-inputs-in-place{kernel-checks-abort=true}
 
     def run(self, module: ir.Operation) -> None:
         with module.context:
             for function in ir.ops_where(module, lambda op: op.name == "func.func"):
                 self._mark(function)
 
-    @staticmethod
-    def _mark(function: ir.Operation) -> None:
+    def _falls_back(self, check: ir.Operation) -> bool:
+        """Whether a failure of runtime check `check` runs the call eagerly."""
+        return not self.kernel_checks_abort or check.parent.name == "func.func"
+
+    def _mark(self, function: ir.Operation) -> None:
         attributes = result_attributes(function)
         if not function.regions[0].blocks or not any(NEW_VALUE_OF in named
                                                      for named in attributes):
             return
-        if ir.ops_where(function, lambda op: op.name == "cf.assert"):
+        if any(self._falls_back(check) for check in
+               ir.ops_where(function, lambda op: op.name == "cf.assert")):
             # A failed runtime check runs the call eagerly (eager_fallback.py), which
             # must find the inputs as they were, not written by the kernels before it.
             return
@@ -147,7 +184,8 @@ class WriteInputsInPlacePass(ModulePass):
             if IN_PLACE not in named and position not in claimed and writable_in_place(
                     returned[index], block.arguments[position], returned):
                 named[IN_PLACE] = ir.UnitAttr.get()
-                _own_init(returned[index])
+                if scattered_into(returned[index]) is None:
+                    _own_init(returned[index])
             if IN_PLACE in named:
                 claimed.add(position)
         set_result_attributes(function, attributes)

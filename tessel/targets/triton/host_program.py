@@ -528,15 +528,18 @@ class _HostWriter:
             tuple(shape), tuple(_strides(shape, value in self.channels_last)))
         return name
 
-    def input_as_buffer(self, value: ir.Value, shape: list[int], element: str) -> str:
+    def input_as_buffer(self, value: ir.Value, shape: list[int], element: str,
+                        otherwise: str | None = None) -> str:
         """The buffer of `value`, which its kernel may write into the input it is the
         new value of (write-inputs-in-place): that input, where its layout is the one a
-        new buffer would have (any other could overlap itself), else a new buffer. The
-        host returns the input itself as the new value, which is then not copied."""
+        new buffer would have (any other could overlap itself), else `otherwise` (a new
+        buffer by default). The host returns the input itself as the new value, which
+        is then not copied."""
         source = self.in_place[value]
         strides = _shape_text(_strides(shape, value in self.channels_last))
-        name = self.bind(value, f"{source} if {source}.stride() == {strides} else "
-                                f"{self.empty(value, shape, element)}", [source], fresh=False)
+        otherwise = otherwise or self.empty(value, shape, element)
+        name = self.bind(value, f"{source} if {source}.stride() == {strides} else {otherwise}",
+                         [source], fresh=False)
         # A launch writes it: launch_mode checks its alignment as for inputs read.
         if source not in self.inputs_read_by_kernels:
             self.inputs_read_by_kernels.append(source)
@@ -785,8 +788,10 @@ class _HostWriter:
         return strided_views.reinterpreted(name, layout, strided_views.transposed(layout), view)
 
     def scatter(self, result: ir.Value, scatter: ir.Operation) -> None:
-        """tm_tensor.scatter as index_put_ on a copy of its original: index column j
-        addresses dim j, and a body that adds the update to the original accumulates."""
+        """tm_tensor.scatter as index_put_ on a copy of its original, or on the original
+        itself where that is the input `result` is written into (write-inputs-in-place):
+        index column j addresses dim j, and a body that adds the update to the original
+        accumulates."""
         updates, indices, original = scatter.operands
         dimension_map = list(ir.DenseI64ArrayAttr(scatter.attributes["dimension_map"]))
         if dimension_map != list(range(len(dimension_map))):
@@ -809,7 +814,11 @@ class _HostWriter:
                         f"dtype={TORCH_DTYPES[element_name(original)]}, device=device)")
             else:
                 base = f"{self.name_of(original)}.clone()"
-        buffer = self.bind(result, base, reads, fresh=True)
+        if result in self.in_place:
+            buffer = self.input_as_buffer(result, self.shape_of(result), element_name(result),
+                                          otherwise=base)
+        else:
+            buffer = self.bind(result, base, reads, fresh=True)
         index_name, updates_name = self.name_of(indices), self.name_of(updates)
         self.records.append(Statement(
             (f"scatter({buffer}, {index_name}, {updates_name}, accumulate={accumulate})",),
