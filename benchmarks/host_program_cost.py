@@ -27,6 +27,7 @@ import os
 import pstats
 import statistics
 import time
+from collections.abc import Callable
 from unittest import mock
 
 os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported
@@ -64,14 +65,16 @@ def _no_op_launch(launcher: KernelLauncher, args: tuple) -> cubin_launch.Launch:
         return cubin_launch.load(kernel, 0, launcher.grid_xyz)
 
 
-def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
-                   dump_dir: str | None = None) -> list[tuple]:
-    """Each host program the model's compile made, with the arguments of its call."""
+def tiny_model(name: str, layers: int, batch: int, dtype: torch.dtype,
+               attention: str = "eager") -> tuple[torch.nn.Module, dict]:
+    """The suite model `name` at CONFIGS' widths with `layers` layers, in eval mode, and
+    its inputs. `attention` is transformers' attention implementation: "eager" puts
+    attention's gemms and softmax in the graph, "sdpa" one fused attention call."""
     torch.manual_seed(0)
     config = hf.build_config(name, tiny=True)
     for key, value in (CONFIGS[name] | {"num_hidden_layers": layers}).items():
         setattr(config, key, value)
-    config._attn_implementation = "eager"  # attention's gemms in the graph, as on the GPU
+    config._attn_implementation = attention
     import transformers
     # bf16 weights: CUDA autocast's form of the graph (a linear is one bf16 addmm), which
     # CPU autocast's differs from.
@@ -79,6 +82,16 @@ def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
     size = config.image_size if hf.MODELS[name].inputs == "image" else hf.TINY_TOKENS
     inputs = {key: value.to(dtype) if value.is_floating_point() else value
               for key, value in hf.build_inputs(name, config, batch, size, "cpu").items()}
+    return model, inputs
+
+
+def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
+                   dump_dir: str | None = None, attention: str = "eager"
+                   ) -> tuple[Callable, dict, list[tuple]]:
+    """The compiled model, its inputs, and each host program its compile made with the
+    arguments of its call (tiny_model's `attention`: by default attention's gemms in the
+    graph, as on the GPU)."""
+    model, inputs = tiny_model(name, layers, batch, dtype, attention)
     hosts: list[list] = []
     building = target._building_kernels
 
@@ -97,7 +110,7 @@ def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
     compiled = torch.compile(model, backend="mlir", options=options)
     with mock.patch.object(target, "_building_kernels", recording), torch.no_grad():
         compiled(**inputs)
-    return [(host, args) for host, args in hosts if args is not None]
+    return compiled, inputs, [(host, args) for host, args in hosts if args is not None]
 
 
 def seconds_per_call(hosts: list[tuple], repeats: int) -> list[float]:
@@ -129,7 +142,7 @@ def main() -> None:
     torch.set_num_threads(1)
     layers = args.layers or CONFIGS[args.model]["num_hidden_layers"]
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
-    hosts = compiled_hosts(args.model, layers, args.batch, dtype, args.dump_dir)
+    _, _, hosts = compiled_hosts(args.model, layers, args.batch, dtype, args.dump_dir)
     for host, _ in hosts:  # as on a GPU in default mode: launches skip Triton's JIT
         host.__globals__["launch_mode"] = lambda device, *tensors: (True, 0)
     # Grad off, as aot_autograd's wrapper calls an inference graph.

@@ -656,6 +656,42 @@ def test_a_split_graph_compiles_all_its_pieces_kernels_in_one_batch(monkeypatch)
     assert len({launcher.kernel.fn.__module__ for launcher, _ in batch}) == 2
 
 
+def _two_attention_layers(q, k, v):
+    first = F.scaled_dot_product_attention(q.cos(), k, v).sin()
+    return F.scaled_dot_product_attention(first, k, v) * 2
+
+
+@pytest.mark.parametrize("cold", [True, False], ids=["compiled", "from_the_cache"])
+def test_a_split_graph_enters_its_inputs_device_once_per_call(monkeypatch, cold):
+    """Split around its two fused attentions (native), the graph runs three compiled
+    pieces per call: the split is put on its inputs' device once for all of them, as a
+    split loaded from the inference cache is, not once more per piece."""
+    from tessel.targets.triton import target
+    entered = []
+
+    def counting(run):
+        def on_device(*args):
+            entered.append(run)
+            return run(*args)
+        return on_device
+    monkeypatch.setattr(target, "on_device_of_inputs", counting)
+    q, k, v = (torch.randn(2, 4, 8, 16) for _ in range(3))
+    with torch.no_grad():
+        expected = _two_attention_layers(q, k, v)
+        if not cold:
+            compile_triton(_two_attention_layers)(q, k, v)
+            torch._dynamo.reset()
+            tessel.reset_stats()
+        compiled = compile_triton(_two_attention_layers)
+        compiled(q, k, v)
+        entered.clear()
+        torch.testing.assert_close(compiled(q, k, v), expected)
+    counters = assert_compiled(min_graphs=3)
+    assert counters["graphs_cached_before_aot"] == (0 if cold else 1)
+    assert len(counters["native_ops"]) == 1
+    assert len(entered) == 1
+
+
 def test_a_classifier_s_backward_compiles_whole():
     """The torch.compile tutorial's densenet121 train step ran its backward graph
     eagerly on the GPU; three of its parts, each of which had stopped the graph's

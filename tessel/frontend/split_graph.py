@@ -59,9 +59,11 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
         return None
     split, pieces = found
     stages.write("split_graph.py", lambda: split.print_readable(print_output=False))
-    if not inference or communicates(gm):
+    if not inference:
         return split
     target = get_target(resolve_target(options, input_values(gm)))
+    if communicates(gm):  # on its inputs' device, which its pieces do not guard
+        return target.replayed(split, stages.dump.graph_name, options.without_replay())
     if not failing:
         if memo is not None:
             memo.remember_split(gm, split, pieces, native_ops_in(gm), target.name)
