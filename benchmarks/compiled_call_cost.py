@@ -47,6 +47,28 @@ def seconds_per_call(call, repeats: int) -> float:
     return min(rounds)
 
 
+def launches_per_call(call) -> int:
+    """How many Triton kernels one `call()` launches."""
+    launches = 0
+    launch = KernelLauncher.__call__
+
+    def counted(self, *args):
+        nonlocal launches
+        launches += 1
+        return launch(self, *args)
+    with mock.patch.object(KernelLauncher, "__call__", counted):
+        call()
+    return launches
+
+
+def functions_per_call(call) -> int:
+    """How many Python and built-in functions one `call()` calls (cProfile's count): the
+    host cost's measure that other processes on the machine do not disturb."""
+    profiler = cProfile.Profile()
+    profiler.runcall(call)
+    return pstats.Stats(profiler).total_calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", choices=sorted(CONFIGS))
@@ -67,18 +89,24 @@ def main() -> None:
         host.__globals__["launch_mode"] = lambda device, *tensors: (True, 0)
     model = compiled._orig_mod
 
+    def whole_call():
+        return compiled(**inputs)
+
     def hosts_alone():
         for host, host_args in hosts:
             host(*host_args)
     with mock.patch.object(KernelLauncher, "_loaded", _no_op_launch), torch.no_grad():
-        whole = seconds_per_call(lambda: compiled(**inputs), args.repeats)
+        whole = seconds_per_call(whole_call, args.repeats)
         alone = seconds_per_call(hosts_alone, args.repeats)
         eager = seconds_per_call(lambda: model(**inputs), args.repeats)
         print(f"{args.model}, {layers} layers, batch {args.batch}, {args.dtype}, "
               f"{args.attention} attention, torch {torch.__version__}, {os.cpu_count()} "
               f"cores; processor us per model call, fastest of {ROUNDS} rounds of "
               f"{args.repeats}")
-        print(f"  compiled pieces (host programs) per call: {len(hosts)}")
+        print(f"  compiled pieces (host programs) per call: {len(hosts)}, kernel launches "
+              f"per call: {launches_per_call(whole_call)}")
+        print(f"  functions called per call: tessel {functions_per_call(whole_call)}, "
+              f"its host programs alone {functions_per_call(hosts_alone)}")
         print(f"  tessel, whole call (launches no-ops): {whole * 1e6:8.1f}")
         print(f"  its host programs alone:              {alone * 1e6:8.1f}")
         print(f"  the rest (Dynamo, aot_autograd, glue, native calls, wrappers): "
@@ -88,7 +116,7 @@ def main() -> None:
             profiler = cProfile.Profile()
             profiler.enable()
             for _ in range(args.repeats):
-                compiled(**inputs)
+                whole_call()
             profiler.disable()
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
 

@@ -195,5 +195,5 @@ def _loaded_split(entry: dict, graph_name: str, options: Options):
 
     def split(*args):
         return forward(calls, *args)
-    return target.replayed(split, graph_name, options,
+    return target.replayed(target.checking_once_per_call(split), graph_name, options,
                            static_inputs=frozenset(entry["static_inputs"]))

@@ -44,7 +44,9 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
     reduce-overhead captures it in one CUDA graph), its pieces without replays of their
     own: one capture then holds the eager calls between the pieces too, and no piece
     copies its inputs into a capture's buffers and its outputs out (for GPT-2's block,
-    split around its attention, those copies were most of its GPU time). Split around
+    split around its attention, those copies were most of its GPU time), and its pieces
+    find out once per call what its target's code checks at every call
+    (`Target.checking_once_per_call`). Split around
     native ops only, it is also remembered for a later process (`memo`), as a whole
     graph is, and its first call builds all its pieces' code at once
     (`Target.building_pieces_together`), from a dry run in which those ops run on
@@ -62,15 +64,16 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
     if not inference:
         return split
     target = get_target(resolve_target(options, input_values(gm)))
+    checked = target.checking_once_per_call(split)
     if communicates(gm):  # on its inputs' device, which its pieces do not guard
-        return target.replayed(split, stages.dump.graph_name, options.without_replay())
+        return target.replayed(checked, stages.dump.graph_name, options.without_replay())
     if not failing:
         if memo is not None:
             memo.remember_split(gm, split, pieces, native_ops_in(gm), target.name)
         # Its checks would compare the dry run's garbage, and its writes store it.
         if not options.check_accuracy and not mutated_inputs(gm):
-            split = target.building_pieces_together(split, stages)
-    return target.replayed(split, stages.dump.graph_name, options,
+            checked = target.building_pieces_together(checked, stages)
+    return target.replayed(checked, stages.dump.graph_name, options,
                            static_inputs=static_inputs(gm, kind),
                            mutated_inputs=mutated_inputs(gm))
 
