@@ -11,7 +11,7 @@ import torch.fx
 
 from tessel.frontend.collectives import communicates
 from tessel.frontend.input_mutations import mutated_inputs
-from tessel.frontend.native_ops import native_ops_in, native_reason
+from tessel.frontend.native_ops import native_ops_in, native_reason, on_cuda
 from tessel.frontend.partition import MAX_ROUNDS, split_around
 from tessel.frontend.traced_facts import input_values, resolve_target, static_inputs
 from tessel.frontend.traced_outputs import as_traced
@@ -93,15 +93,26 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
     if not names:
         return None
     pieces = {}
+    target = get_target(resolve_target(options, input_values(gm)))
     for name in names:
         piece = pieces[name] = getattr(split, name)
         compiled = compile_piece(piece, options, f"{kind}_piece", depth + 1)
+        if kind == "inference" and _cuda_device(piece) != _cuda_device(gm):
+            # The split runs on its inputs' device, and an inference piece has no guard
+            # of its own (run_time.replayed): this one computes on another (after a copy
+            # between devices).
+            compiled = target.replayed(compiled, name, options)
         if _feeds_stride_reader(split, name):
             compiled = as_traced(compiled, piece, name, options.fallback)
         delattr(split, name)  # a submodule slot only takes modules; the call is a function
         setattr(split, name, as_module_call(compiled, piece))
     split.recompile()
     return split, pieces
+
+
+def _cuda_device(gm: torch.fx.GraphModule) -> torch.device | None:
+    """The device of `gm`'s first CUDA tensor input, which a target puts its call on."""
+    return next((value.device for value in input_values(gm) if on_cuda(value)), None)
 
 
 def _feeds_stride_reader(split: torch.fx.GraphModule, name: str) -> bool:
