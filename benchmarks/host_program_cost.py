@@ -36,6 +36,7 @@ import os
 import pstats
 import statistics
 import time
+from collections.abc import Callable
 from unittest import mock
 
 os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported
@@ -94,17 +95,18 @@ def _scatter_in_range(buffer, indices, updates, accumulate):
     scatter(buffer, indices.zero_(), updates, accumulate)
 
 
-def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
-                   dump_dir: str | None = None) -> list[tuple]:
-    """Each host program the model's compile made, with the arguments of its call; for
-    a decoder, those of the decode step (module docstring)."""
+def tiny_model(name: str, layers: int, batch: int, dtype: torch.dtype,
+               attention: str | None = None) -> tuple[torch.nn.Module, dict]:
+    """The suite model `name` at CONFIGS' widths with `layers` layers, in eval mode, and
+    its inputs. `attention` is transformers' attention implementation: "eager" puts
+    attention's gemms and softmax in the graph, "sdpa" one fused attention call; by
+    default a decoder's stays fused (native, as on the GPU: generation.py), the others'
+    gemms are in the graph, as on the GPU."""
     torch.manual_seed(0)
     config = hf.build_config(name, tiny=True)
     for key, value in (CONFIGS[name] | {"num_hidden_layers": layers}).items():
         setattr(config, key, value)
-    decoding = name in DECODERS
-    if not decoding:  # a decoder's attention stays native, as on the GPU (generation.py)
-        config._attn_implementation = "eager"  # attention's gemms in the graph, as on the GPU
+    config._attn_implementation = attention or ("sdpa" if name in DECODERS else "eager")
     import transformers
     # bf16 weights: CUDA autocast's form of the graph (a linear is one bf16 addmm), which
     # CPU autocast's differs from.
@@ -112,6 +114,17 @@ def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
     size = config.image_size if hf.MODELS[name].inputs == "image" else hf.TINY_TOKENS
     inputs = {key: value.to(dtype) if value.is_floating_point() else value
               for key, value in hf.build_inputs(name, config, batch, size, "cpu").items()}
+    return model, inputs
+
+
+def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
+                   dump_dir: str | None = None, attention: str | None = None
+                   ) -> tuple[Callable, dict, list[tuple]]:
+    """The compiled model (a decoder's compiled forward), its inputs, and each host
+    program its compile made with the arguments of its call; for a decoder, those of the
+    decode step (module docstring). `attention`: tiny_model's."""
+    model, inputs = tiny_model(name, layers, batch, dtype, attention)
+    decoding = name in DECODERS
     hosts: list[list] = []  # [host, arguments of its last call, calls]
     building = target._building_kernels
 
@@ -130,21 +143,24 @@ def compiled_hosts(name: str, layers: int, batch: int, dtype: torch.dtype,
         options["dump_dir"] = dump_dir
     with mock.patch.object(target, "_building_kernels", recording), torch.no_grad():
         if decoding:
-            _decode(model, inputs, options)
+            compiled = _decode(model, inputs, options)
         else:
-            torch.compile(model, backend="mlir", options=options)(**inputs)
+            compiled = torch.compile(model, backend="mlir", options=options)
+            compiled(**inputs)
     # A decode step's programs run at every step; the prompt's once.
-    return [(host, args) for host, args, calls in hosts
-            if args is not None and (not decoding or calls == DECODE_STEPS)]
+    return compiled, inputs, [(host, args) for host, args, calls in hosts
+                              if args is not None and (not decoding or calls == DECODE_STEPS)]
 
 
-def _decode(model: torch.nn.Module, inputs: dict, options: dict) -> None:
-    """generate() of DECODE_STEPS tokens after the prompt, as a generate row runs it."""
+def _decode(model: torch.nn.Module, inputs: dict, options: dict) -> Callable:
+    """generate() of DECODE_STEPS tokens after the prompt, as a generate row runs it;
+    the compiled forward."""
     from benchmarks.models.generation import greedy_generate
     forward = torch.compile(model.forward, backend="mlir", options=options, fullgraph=True)
     ids = inputs["input_ids"]
     generate = greedy_generate(model, ids, torch.ones_like(ids))
     generate(forward, max_new_tokens=DECODE_STEPS + 1, min_new_tokens=DECODE_STEPS + 1)
+    return forward
 
 
 def host_work(hosts: list[tuple]) -> dict[str, int]:
@@ -190,7 +206,7 @@ def main() -> None:
     torch.set_num_threads(1)
     layers = args.layers or CONFIGS[args.model]["num_hidden_layers"]
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
-    hosts = compiled_hosts(args.model, layers, args.batch, dtype, args.dump_dir)
+    _, _, hosts = compiled_hosts(args.model, layers, args.batch, dtype, args.dump_dir)
     for host, _ in hosts:  # as on a GPU in default mode: launches skip Triton's JIT
         host.__globals__["launch_mode"] = lambda device, *tensors: (True, 0)
         host.__globals__["scatter"] = _scatter_in_range

@@ -2,6 +2,7 @@
 (TRITON_INTERPRET=1) on CPU tensors, and compile to PTX for sm_90."""
 
 import copy
+import inspect
 import itertools
 import json
 import logging
@@ -542,7 +543,7 @@ def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
         torch.testing.assert_close(compiled(x), _split_around_zeta(x))
     torch.testing.assert_close(compiled(x + 1), _split_around_zeta(x + 1))
     assert tessel.stats()["graphs_compiled"] == 2 and tessel.stats()["graphs_split"] == 1
-    assert len(runners) == 1 and isinstance(runners[0], torch.fx.GraphModule)
+    assert len(runners) == 1 and isinstance(inspect.unwrap(runners[0]), torch.fx.GraphModule)
 
 
 def test_reduce_overhead_on_cpu_tensors_launches_plainly_with_a_log_line():
@@ -654,6 +655,84 @@ def test_a_split_graph_compiles_all_its_pieces_kernels_in_one_batch(monkeypatch)
     (batch,) = batches
     # Each piece has a kernels module of its own: both pieces' kernels are in the batch.
     assert len({launcher.kernel.fn.__module__ for launcher, _ in batch}) == 2
+
+
+def _two_attention_layers(q, k, v):
+    first = F.scaled_dot_product_attention(q.cos(), k, v).sin()
+    return F.scaled_dot_product_attention(first, k, v) * 2
+
+
+@pytest.mark.parametrize("cold", [True, False], ids=["compiled", "from_the_cache"])
+def test_a_split_graph_enters_its_inputs_device_once_per_call(monkeypatch, cold):
+    """Split around its two fused attentions (native), the graph runs three compiled
+    pieces per call: the split is put on its inputs' device once for all of them, as a
+    split loaded from the inference cache is, not once more per piece."""
+    from tessel.targets.triton import target
+    entered = []
+
+    def counting(run):
+        def on_device(*args):
+            entered.append(run)
+            return run(*args)
+        return on_device
+    monkeypatch.setattr(target, "on_device_of_inputs", counting)
+    q, k, v = (torch.randn(2, 4, 8, 16) for _ in range(3))
+    with torch.no_grad():
+        expected = _two_attention_layers(q, k, v)
+        if not cold:
+            compile_triton(_two_attention_layers)(q, k, v)
+            torch._dynamo.reset()
+            tessel.reset_stats()
+        compiled = compile_triton(_two_attention_layers)
+        compiled(q, k, v)
+        entered.clear()
+        torch.testing.assert_close(compiled(q, k, v), expected)
+    counters = assert_compiled(min_graphs=3)
+    assert counters["graphs_cached_before_aot"] == (0 if cold else 1)
+    assert len(counters["native_ops"]) == 1
+    assert len(entered) == 1
+
+
+def test_a_split_graph_s_pieces_find_out_their_launch_mode_once_per_call(monkeypatch):
+    """What launch_mode reads for a whole call (the environment, Triton's launch hooks,
+    the stream) is read once for the three pieces around the two attentions."""
+    from tessel.targets.triton import launcher
+    found = []
+    call_mode = launcher._call_mode
+
+    def counted(device):
+        found.append(device)
+        return call_mode(device)
+    monkeypatch.setattr(launcher, "_call_mode", counted)
+    q, k, v = (torch.randn(2, 4, 8, 16) for _ in range(3))
+    with torch.no_grad():
+        compiled = compile_triton(_two_attention_layers)
+        compiled(q, k, v)
+        found.clear()
+        torch.testing.assert_close(compiled(q, k, v), _two_attention_layers(q, k, v))
+    counters = assert_compiled(min_graphs=3)
+    assert len(counters["native_ops"]) == 1
+    assert found == [torch.device("cpu")]
+
+
+def test_pieces_sharing_a_launch_mode_still_check_their_own_tensors_alignment(monkeypatch):
+    """Within one call of a split graph, a piece reading an unaligned view (a native
+    op's result may be one) launches through the JIT, while the others launch directly
+    on the stream found once for all of them."""
+    from tessel.targets.triton import launcher
+    found = []
+    monkeypatch.setattr(launcher, "_call_mode", lambda device: found.append(device) or (True, 7))
+    cuda, buffer = torch.device("cuda", 0), torch.empty(64)
+    modes = []
+
+    def pieces():
+        modes.append(launcher.launch_mode(cuda, buffer))
+        modes.append(launcher.launch_mode(cuda, buffer[1:]))  # 4 bytes past an aligned start
+        modes.append(launcher.launch_mode(cuda, buffer))
+    launcher.sharing_launch_mode(pieces)()
+    assert modes == [(True, 7), (False, 7), (True, 7)] and found == [cuda]
+    launcher.launch_mode(cuda, buffer)  # outside a split graph's call: found again
+    assert found == [cuda, cuda]
 
 
 def test_a_classifier_s_backward_compiles_whole():

@@ -235,7 +235,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
         host, kernels = cached
         if memo is not None:
             memo.remember(kind, cache_key, signature, target.name)
-        host = replayed(target, host, signature, stages.dump.graph_name, options)
+        host = replayed(target, host, signature, stages.dump.graph_name, options, kind)
         return checking_indices(host, signature), kernels, None
     with stages.timed("import"):
         try:
@@ -248,7 +248,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
     host, kernels = target.compile(module, signature, options, stages, cache_key=cache_key)
     if memo is not None:
         memo.remember(kind, cache_key, signature, target.name)
-    host = replayed(target, host, signature, stages.dump.graph_name, options)
+    host = replayed(target, host, signature, stages.dump.graph_name, options, kind)
     locate = None
     if options.check_accuracy:
         def locate(*args):

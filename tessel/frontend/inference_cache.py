@@ -165,9 +165,8 @@ def _loaded_graph(entry: dict, gm: torch.fx.GraphModule, graph_name: str, option
     host, kernels = loaded
     counters.count("graphs_cached")
     counters.count_compiled(graph_name, "inference", kernels)
-    return eager_when_it_fails(
-        checking_indices(replayed(target, host, signature, graph_name, options), signature), gm,
-        graph_name, options)
+    run = replayed(target, host, signature, graph_name, options, "inference")
+    return eager_when_it_fails(checking_indices(run, signature), gm, graph_name, options)
 
 
 def _loaded_split(entry: dict, graph_name: str, options: Options):
@@ -196,5 +195,5 @@ def _loaded_split(entry: dict, graph_name: str, options: Options):
 
     def split(*args):
         return forward(calls, *args)
-    return target.replayed(split, graph_name, options,
+    return target.replayed(target.checking_once_per_call(split), graph_name, options,
                            static_inputs=frozenset(entry["static_inputs"]))

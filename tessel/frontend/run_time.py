@@ -18,9 +18,15 @@ class IndexOutOfRange(TesselError, IndexError, RuntimeError):
     RuntimeError (gather, index_select): this is caught as either."""
 
 
-def replayed(target, host, signature: GraphSignature, graph_name: str, options: Options):
+def replayed(target, host, signature: GraphSignature, graph_name: str, options: Options,
+             kind: str):
     """A compiled graph's `host`, writing the inputs the graph mutates, replayed as
-    `options.mode` says (the writes too)."""
+    `options.mode` says (the writes too). A piece of an inference graph's split is
+    neither replayed nor put on its inputs' device by itself: the split that calls it
+    is, once per call for all its pieces (split_graph.py), as a split loaded from the
+    inference cache is."""
+    if kind == "inference_piece":
+        return writing_inputs(host, signature.mutated_inputs)
     return target.replayed(writing_inputs(host, signature.mutated_inputs), graph_name, options,
                            static_inputs=signature.static_inputs,
                            mutated_inputs=signature.mutated_inputs, role=signature.role,

@@ -11,7 +11,7 @@ import torch.fx
 
 from tessel.frontend.collectives import communicates
 from tessel.frontend.input_mutations import mutated_inputs
-from tessel.frontend.native_ops import native_ops_in, native_reason
+from tessel.frontend.native_ops import native_ops_in, native_reason, on_cuda
 from tessel.frontend.partition import MAX_ROUNDS, split_around
 from tessel.frontend.traced_facts import input_values, resolve_target, static_inputs
 from tessel.frontend.traced_outputs import as_traced
@@ -44,7 +44,9 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
     reduce-overhead captures it in one CUDA graph), its pieces without replays of their
     own: one capture then holds the eager calls between the pieces too, and no piece
     copies its inputs into a capture's buffers and its outputs out (for GPT-2's block,
-    split around its attention, those copies were most of its GPU time). Split around
+    split around its attention, those copies were most of its GPU time), and its pieces
+    find out once per call what its target's code checks at every call
+    (`Target.checking_once_per_call`). Split around
     native ops only, it is also remembered for a later process (`memo`), as a whole
     graph is, and its first call builds all its pieces' code at once
     (`Target.building_pieces_together`), from a dry run in which those ops run on
@@ -59,16 +61,19 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
         return None
     split, pieces = found
     stages.write("split_graph.py", lambda: split.print_readable(print_output=False))
-    if not inference or communicates(gm):
+    if not inference:
         return split
     target = get_target(resolve_target(options, input_values(gm)))
+    checked = target.checking_once_per_call(split)
+    if communicates(gm):  # on its inputs' device, which its pieces do not guard
+        return target.replayed(checked, stages.dump.graph_name, options.without_replay())
     if not failing:
         if memo is not None:
             memo.remember_split(gm, split, pieces, native_ops_in(gm), target.name)
         # Its checks would compare the dry run's garbage, and its writes store it.
         if not options.check_accuracy and not mutated_inputs(gm):
-            split = target.building_pieces_together(split, stages)
-    return target.replayed(split, stages.dump.graph_name, options,
+            checked = target.building_pieces_together(checked, stages)
+    return target.replayed(checked, stages.dump.graph_name, options,
                            static_inputs=static_inputs(gm, kind),
                            mutated_inputs=mutated_inputs(gm))
 
@@ -88,15 +93,26 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
     if not names:
         return None
     pieces = {}
+    target = get_target(resolve_target(options, input_values(gm)))
     for name in names:
         piece = pieces[name] = getattr(split, name)
         compiled = compile_piece(piece, options, f"{kind}_piece", depth + 1)
+        if kind == "inference" and _cuda_device(piece) != _cuda_device(gm):
+            # The split runs on its inputs' device, and an inference piece has no guard
+            # of its own (run_time.replayed): this one computes on another (after a copy
+            # between devices).
+            compiled = target.replayed(compiled, name, options)
         if _feeds_stride_reader(split, name):
             compiled = as_traced(compiled, piece, name, options.fallback)
         delattr(split, name)  # a submodule slot only takes modules; the call is a function
         setattr(split, name, as_module_call(compiled, piece))
     split.recompile()
     return split, pieces
+
+
+def _cuda_device(gm: torch.fx.GraphModule) -> torch.device | None:
+    """The device of `gm`'s first CUDA tensor input, which a target puts its call on."""
+    return next((value.device for value in input_values(gm) if on_cuda(value)), None)
 
 
 def _feeds_stride_reader(split: torch.fx.GraphModule, name: str) -> bool:

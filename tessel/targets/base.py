@@ -63,6 +63,13 @@ class Target(ABC):
         nothing."""
         return run
 
+    def checking_once_per_call(self, split: Callable) -> Callable:
+        """`split`, a split inference graph that runs its compiled pieces one after the
+        other, whose pieces find out once per call for all of them what the target's
+        code checks at every call (and is the same for every piece of a call). This
+        target's code checks nothing so."""
+        return split
+
     def building_pieces_together(self, split: Callable, stages) -> Callable:
         """`split`, a split graph that calls compiled pieces with only native ops
         (frontend/native_ops.py) between them, as its first call should run where the

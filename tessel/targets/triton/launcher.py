@@ -20,8 +20,10 @@ kernel with dynamic sizes.
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from typing import Callable
 
 import torch
@@ -47,17 +49,53 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+# Per device, `_call_mode` of the call of a split graph running in this context
+# (`sharing_launch_mode`); None outside one.
+_SPLIT_CALL_MODES: ContextVar[dict[torch.device, tuple[bool, int | None]] | None] = \
+    ContextVar("tessel_split_call_modes", default=None)
+
+
 def launch_mode(device: torch.device, *tensors: torch.Tensor) -> tuple[bool, int | None]:
     """(direct, stream) for one call of a host program: whether launches may skip the
     JIT (CUDA, not interpreting, no launch hooks, `tensors` aligned), and the stream."""
+    modes = _SPLIT_CALL_MODES.get()
+    if modes is None:
+        launchable, stream = _call_mode(device)
+    else:
+        found = modes.get(device)
+        if found is None:
+            found = modes[device] = _call_mode(device)
+        launchable, stream = found
+    return launchable and all(t.data_ptr() % _ALIGNMENT == 0 for t in tensors), stream
+
+
+def _call_mode(device: torch.device) -> tuple[bool, int | None]:
+    """`launch_mode`'s part that holds for a whole call on `device`, whatever the
+    tensors: (whether launches may skip the JIT, the current stream)."""
     if device.type != "cuda" or interpreting():
         return False, None
     stream = driver.active.get_current_stream(device.index)
     # A hook is a function or None in older Tritons, a chain of them (HookChain) in newer.
     hooked = any(getattr(hook, "calls", hook) for hook in (
         triton.knobs.runtime.launch_enter_hook, triton.knobs.runtime.launch_exit_hook))
-    aligned = all(t.data_ptr() % _ALIGNMENT == 0 for t in tensors)
-    return aligned and not hooked, stream
+    return not hooked, stream
+
+
+def sharing_launch_mode(split: Callable) -> Callable:
+    """`split`, a split graph whose host programs find out `_call_mode` once per call
+    for all of them: its pieces run one after the other on one stream, and the native
+    ops between them change neither the stream nor the hooks. (Reading TRITON_INTERPRET,
+    Triton's launch hooks and the current stream takes several Python calls, made once
+    per piece otherwise: 13 times a call of a model split around 12 attentions.) Each
+    piece still checks its own tensors' alignment: a native op's result may be a view."""
+    @functools.wraps(split)
+    def shared(*args):
+        token = _SPLIT_CALL_MODES.set({})
+        try:
+            return split(*args)
+        finally:
+            _SPLIT_CALL_MODES.reset(token)
+    return shared
 
 
 def on_device_of_inputs(run: Callable) -> Callable:

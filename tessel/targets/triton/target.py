@@ -49,6 +49,7 @@ from tessel.targets.triton.launcher import (
     launch_mode,
     on_device_of_inputs,
     recorded_launches,
+    sharing_launch_mode,
 )
 from tessel.targets.triton.prelude import PRELUDE
 from tessel.targets.triton.unsupported import UnsupportedKernel
@@ -262,6 +263,9 @@ class TritonTarget(Target):
         host = _building_kernels(namespace["host"], stages, compile_first, tune, store_cubins,
                                  entry.get("function_nodes", {}))
         return host, entry["kernels"]
+
+    def checking_once_per_call(self, split: Callable) -> Callable:
+        return sharing_launch_mode(split)
 
     def building_pieces_together(self, split: Callable, stages: Stages) -> Callable:
         """`split`, whose first call compiles the kernels of all its pieces in one
