@@ -17,13 +17,63 @@ func.func @matmul(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>)
 
 // -----
 
-// A batch_matmul loops over the batch, one gemm per matrix.
+// A batch_matmul of large matrices loops over the batch, one (multi-threaded) gemm
+// per matrix.
 // CHECK:       llvm.func @dgemm_
 // CHECK-LABEL: func.func @batch_matmul
+// CHECK-NOT:     __launch
 // CHECK:         scf.for %[[I:.*]] =
 // CHECK:           call @tessel_gemm_f64(
-func.func @batch_matmul(%a: memref<2x4x8xf64>, %b: memref<2x8x3xf64>, %c: memref<2x4x3xf64>) {
-  linalg.batch_matmul ins(%a, %b : memref<2x4x8xf64>, memref<2x8x3xf64>) outs(%c : memref<2x4x3xf64>)
+func.func @batch_matmul(%a: memref<2x256x256xf64>, %b: memref<2x256x128xf64>, %c: memref<2x256x128xf64>) {
+  linalg.batch_matmul ins(%a, %b : memref<2x256x256xf64>, memref<2x256x128xf64>) outs(%c : memref<2x256x128xf64>)
+  return
+}
+
+// -----
+
+// A batch of small matrices (here 2x3 of them) runs one matrix per iteration of a
+// loop across threads: its batch dims linearized, outlined with a launcher as
+// outline-parallel-loops does; the call passes 0 and the number of matrices.
+// CHECK-LABEL: func.func @small_batch_matmul
+// CHECK-NOT:     scf.for
+// (the printer names an index constant %c<value>)
+// CHECK:         call @tessel_gemm_batch_0__launch(%c0{{(_[0-9]+)?}}, %c6{{(_[0-9]+)?}},
+// CHECK:       func.func private @tessel_gemm_batch_0(
+// CHECK:         scf.for
+// CHECK:           arith.remui
+// CHECK:           arith.divui
+// CHECK:           arith.remui
+// CHECK:           call @tessel_gemm_f32(
+// CHECK:       func.func private @tessel_gemm_batch_0__launch({{.*}}) attributes {tessel.parallel_body = @tessel_gemm_batch_0}
+func.func @small_batch_matmul(%a: memref<2x3x4x8xf32>, %b: memref<2x3x8x5xf32>, %c: memref<2x3x4x5xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, h, m, n, k) -> (b, h, m, k)>,
+                                   affine_map<(b, h, m, n, k) -> (b, h, k, n)>,
+                                   affine_map<(b, h, m, n, k) -> (b, h, m, n)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x3x4x8xf32>, memref<2x3x8x5xf32>) outs(%c : memref<2x3x4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %z, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Small matrices inside a loop (of threads, or any) keep their sequential loop.
+// CHECK-LABEL: func.func @negative_small_batch_in_loop
+// CHECK-NOT:     __launch
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             call @tessel_gemm_f32(
+func.func @negative_small_batch_in_loop(%a: memref<2x4x8xf32>, %b: memref<2x8x3xf32>, %c: memref<2x4x3xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    linalg.batch_matmul ins(%a, %b : memref<2x4x8xf32>, memref<2x8x3xf32>) outs(%c : memref<2x4x3xf32>)
+  }
   return
 }
 

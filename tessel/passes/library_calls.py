@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -12,6 +13,7 @@ from tessel.passes.convolution_calls import (
     is_library_convolution,
     replace_with_calls,
 )
+from tessel.passes.outline_parallel_loops import outline
 from tessel.passes.registry import ModulePass, register
 
 _BLAS = {"f32": ("sgemm_", 4), "f64": ("dgemm_", 8)}
@@ -193,11 +195,20 @@ class LibraryCallsPass(ModulePass):
     and permuted operands need no copies. Ops a gemm cannot express (broadcast
     operands, no unit stride) keep their loops. Named f32 convolutions become calls to
     the target's convolution routine (convolution_calls.py).
+
+    A batch of small matrices (at most `batch-threads-max-multiply-adds` each, all
+    sizes static, in a function's body) runs its matrices across threads, one
+    single-threaded gemm each (BLAS called inside a parallel region), instead of one
+    multi-threaded gemm after another, whose every call pays the threads' fork and
+    join for a few microseconds of work (as eager's batched MKL gemm splits the
+    batch). Larger matrices keep one multi-threaded gemm each.
     """
 
     name: ClassVar[str] = "library-calls"
+    batch_threads_max_multiply_adds: int = 1 << 22
 
     def run(self, module: ir.Operation) -> None:
+        module_body = module.regions[0].blocks[0]
         linalg_ops = ir.ops_where(module, lambda op: op.name.startswith("linalg."))
         found = [(op, c) for op in linalg_ops if (c := analyze(op)) is not None]
         convolutions = [op for op in linalg_ops if is_library_convolution(op)]
@@ -205,12 +216,31 @@ class LibraryCallsPass(ModulePass):
             if OVERWRITES_OUTPUT in op.attributes and op not in convolutions:
                 raise ValueError(f"{op.name} overwrites its output but is no library call")
         helpers: dict[str, str] = {}
-        for op, contraction in found:
+        for number, (op, contraction) in enumerate(found):
             if contraction.element not in helpers:
                 helpers[contraction.element] = _declare_helper(module, contraction.element)
-            _emit_gemm(op, contraction, helpers[contraction.element])
+            if self.batch_across_threads(op, contraction):
+                loop = _emit_batch_parallel_gemm(op, contraction, helpers[contraction.element])
+                outline(loop, f"tessel_gemm_batch_{number}", module_body)
+            else:
+                _emit_gemm(op, contraction, helpers[contraction.element])
             op.erase()
         replace_with_calls(module, convolutions)
+
+
+    def batch_across_threads(self, op: ir.Operation, c: Contraction) -> bool:
+        """Whether `op`'s matrices are small enough, and several, to run one per thread."""
+        if op.parent.name != "func.func":  # already inside a loop of threads, or any loop
+            return False
+        maps = [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
+        sizes = _loop_sizes([v.type for v in op.operands], [_pure_dims(m) for m in maps],
+                            maps[0].n_dims)
+        dims = [c.m, c.n, c.k, *c.batch]
+        if any(d not in sizes for d in dims):
+            return False
+        matrices = math.prod(sizes[d] for d in c.batch)
+        return matrices >= 2 and sizes[c.m] * sizes[c.n] * sizes[c.k] <= (
+            self.batch_threads_max_multiply_adds)
 
 
 def _declare_helper(module: ir.Operation, element: str) -> str:
@@ -226,39 +256,81 @@ def _declare_helper(module: ir.Operation, element: str) -> str:
     return helper
 
 
+class _GemmCalls:
+    """Builds, before `op`, the helper calls that compute its matrices: the operands'
+    strided metadata, and one call per matrix at given operand offsets."""
+
+    def __init__(self, op: ir.Operation, c: Contraction, helper: str):
+        self.c, self.helper = c, helper
+        self.metadata = [memref.ExtractStridedMetadataOp(v) for v in op.operands]
+
+    def stride(self, operand: int, loop_dim: int) -> ir.Value:
+        return self.metadata[operand].strides[self.c.operand_dims[operand][loop_dim]]
+
+    def size(self, operand: int, loop_dim: int) -> ir.Value:
+        return self.metadata[operand].sizes[self.c.operand_dims[operand][loop_dim]]
+
+    def extent(self, loop_dim: int) -> ir.Value:
+        return self.size(next(x for x in (2, 0, 1) if loop_dim in self.c.operand_dims[x]),
+                         loop_dim)
+
+    def offsets(self) -> list[ir.Value]:
+        return [m.offset for m in self.metadata]
+
+    def moved(self, offsets: list[ir.Value], loop_dim: int, position: ir.Value) -> list[ir.Value]:
+        """The operands' offsets at `position` along batch dim `loop_dim`."""
+        return [arith.addi(offset, arith.muli(position, self.stride(x, loop_dim)))
+                if loop_dim in self.c.operand_dims[x] else offset
+                for x, offset in enumerate(offsets)]
+
+    def call(self, offsets: list[ir.Value]) -> None:
+        c, metadata = self.c, self.metadata
+        func.call([], ir.FlatSymbolRefAttr.get(self.helper), [
+            metadata[0].base_buffer, offsets[0], self.stride(0, c.m), self.stride(0, c.k),
+            metadata[1].base_buffer, offsets[1], self.stride(1, c.k), self.stride(1, c.n),
+            metadata[2].base_buffer, offsets[2], self.stride(2, c.m),
+            self.size(2, c.m), self.size(2, c.n), self.size(0, c.k)])
+
+
 def _emit_gemm(op: ir.Operation, c: Contraction, helper: str) -> None:
     """Loops over the batch dims around one helper call per (m, n) matrix."""
     with ir.InsertionPoint(op), op.location:
+        calls = _GemmCalls(op, c, helper)
         index = ir.IndexType.get()
-        metadata = [memref.ExtractStridedMetadataOp(v) for v in op.operands]
         zero, one = arith.constant(index, 0), arith.constant(index, 1)
-
-        def stride(operand: int, loop_dim: int) -> ir.Value:
-            return metadata[operand].strides[c.operand_dims[operand][loop_dim]]
-
-        def size(operand: int, loop_dim: int) -> ir.Value:
-            return metadata[operand].sizes[c.operand_dims[operand][loop_dim]]
-
-        def call(offsets: list[ir.Value]) -> None:
-            func.call([], ir.FlatSymbolRefAttr.get(helper), [
-                metadata[0].base_buffer, offsets[0], stride(0, c.m), stride(0, c.k),
-                metadata[1].base_buffer, offsets[1], stride(1, c.k), stride(1, c.n),
-                metadata[2].base_buffer, offsets[2], stride(2, c.m),
-                size(2, c.m), size(2, c.n), size(0, c.k)])
 
         def loop_over(batch_dims: list[int], offsets: list[ir.Value]) -> None:
             if not batch_dims:
-                call(offsets)
+                calls.call(offsets)
                 return
-            loop_dim, rest = batch_dims[0], batch_dims[1:]
-            extent_operand = next(x for x in (2, 0, 1) if loop_dim in c.operand_dims[x])
-            loop = scf.ForOp(zero, size(extent_operand, loop_dim), one)
+            loop = scf.ForOp(zero, calls.extent(batch_dims[0]), one)
             with ir.InsertionPoint(loop.body):
-                position = loop.induction_variable
-                moved = [arith.addi(offset, arith.muli(position, stride(x, loop_dim)))
-                         if loop_dim in c.operand_dims[x] else offset
-                         for x, offset in enumerate(offsets)]
-                loop_over(rest, moved)
+                loop_over(batch_dims[1:],
+                          calls.moved(offsets, batch_dims[0], loop.induction_variable))
                 scf.yield_([])
 
-        loop_over(c.batch, [m.offset for m in metadata])
+        loop_over(c.batch, calls.offsets())
+
+
+def _emit_batch_parallel_gemm(op: ir.Operation, c: Contraction, helper: str) -> ir.Operation:
+    """One scf.parallel over all of `op`'s matrices (its batch dims, of static sizes,
+    linearized), a helper call each; returns the loop."""
+    with ir.InsertionPoint(op), op.location:
+        calls = _GemmCalls(op, c, helper)
+        index = ir.IndexType.get()
+        extents = [ir.MemRefType(op.operands[x].type).shape[c.operand_dims[x][d]]
+                   for d in c.batch
+                   for x in [next(x for x in (2, 0, 1) if d in c.operand_dims[x])]]
+        loop = scf.ParallelOp([], [arith.constant(index, 0)],
+                              [arith.constant(index, math.prod(extents))],
+                              [arith.constant(index, 1)], [])
+        body = loop.regions[0].blocks.append(index)
+        with ir.InsertionPoint(body):
+            rest, offsets = body.arguments[0], calls.offsets()
+            for loop_dim, extent in reversed(list(zip(c.batch, extents))):
+                extent_value = arith.constant(index, extent)
+                offsets = calls.moved(offsets, loop_dim, arith.remui(rest, extent_value))
+                rest = arith.divui(rest, extent_value)
+            calls.call(offsets)
+            scf.ReduceOp([], 0)
+    return loop.operation

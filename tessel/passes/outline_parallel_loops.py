@@ -64,7 +64,7 @@ class OutlineParallelLoopsPass(ModulePass):
             loops = [op.operation for op in function.regions[0].blocks[0].operations
                      if op.operation.name == "scf.parallel" and self.worth_threads(op.operation)]
             for number, loop in enumerate(loops):
-                _outline(loop, f"{name}_parallel_{number}", module_body)
+                outline(loop, f"{name}_parallel_{number}", module_body)
 
     def worth_threads(self, loop: ir.Operation) -> bool:
         body = loop.regions[0].blocks[0]
@@ -117,7 +117,9 @@ def _captured_values(loop: ir.Operation, nested: list[ir.Operation]) -> list[ir.
     return captured
 
 
-def _outline(loop: ir.Operation, name: str, module_body: ir.Block) -> None:
+def outline(loop: ir.Operation, name: str, module_body: ir.Block) -> None:
+    """Move the one-dimensional scf.parallel `loop` (constant lower bound and step) into
+    function `name`, called through its launcher, as the pass docstring says."""
     lower_bound, upper_bound, step = list(loop.operands)[:3]
     lb, st = _constant_index(lower_bound), _constant_index(step)
     nested = ir.ops_where(loop, lambda _: True)
