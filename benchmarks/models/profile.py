@@ -5,6 +5,7 @@ compiled backend, in one process, the GPU kernels (or CPU ops) that take the mos
     python -m benchmarks.models.profile hf_mobilenet_v2 --device cpu --threads 2
     python -m benchmarks.models.profile resnet50 --device cuda --kind train
     python -m benchmarks.models.profile hf_llama --device cuda --kind generate --host
+    python -m benchmarks.models.profile hf_whisper --device cuda --mode reduce-overhead
 
 prints, per model and backend, the time of a call (`--kind train`: of a training step,
 train.py's, each backend on its own copy of the model; `--kind generate`: of a generate
@@ -34,7 +35,7 @@ import torch._inductor.config as inductor_config
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.models import catalog, generation, measure, train
-from benchmarks.models.runner import find_spec
+from benchmarks.models.runner import MODES, find_spec
 from tessel.targets.cpu import kernel_timer
 
 
@@ -111,34 +112,36 @@ def tessel_kernel_lines(calls: int, top: int) -> list[str]:
     return lines
 
 
-def _inference_call(built: catalog.Built, backend: str, dtype: torch.dtype,
+def _inference_call(built: catalog.Built, backend: str, mode: str, dtype: torch.dtype,
                     options: dict | None):
     model = built.model.to(dtype)
     inputs = measure.cast_floats((built.args, built.kwargs), dtype)
-    fn = model if backend == "eager" else measure.compile_fn(model, backend, "default", options)
+    fn = model if backend == "eager" else measure.with_mark_step(
+        measure.compile_fn(model, backend, mode, options), mode)
     return functools.partial(fn, *inputs[0], **inputs[1])
 
 
-def _generation_call(spec: catalog.ModelSpec, built: catalog.Built, backend: str,
+def _generation_call(spec: catalog.ModelSpec, built: catalog.Built, backend: str, mode: str,
                      dtype: torch.dtype, options: dict | None):
     """A generate row's call: greedy tokens with a static cache, the forward compiled
     as generation.py compiles it (each call is NEW_TOKENS decode steps)."""
     model = built.model.to(dtype)
     ids = built.kwargs["input_ids"]
     generate = generation.greedy_generate(model, ids, torch.ones_like(ids))
-    forward = model.forward if backend == "eager" else measure.compile_fn(
-        model.forward, backend, "default", options, fullgraph=True)
+    forward = model.forward if backend == "eager" else measure.with_mark_step(
+        measure.compile_fn(model.forward, backend, mode, options, fullgraph=True), mode)
     return functools.partial(generate, forward)
 
 
-def _training_call(spec: catalog.ModelSpec, built: catalog.Built, backend: str, device: str,
-                   dtype_name: str, options: dict | None):
+def _training_call(spec: catalog.ModelSpec, built: catalog.Built, backend: str, mode: str,
+                   device: str, dtype_name: str, options: dict | None):
     """A training step as the suite's train rows take it (bf16: autocast over float32
     weights), on a copy of the model of its own."""
     model = train.without_dropout(copy.deepcopy(built.model).train())
     args, kwargs, loss_of = train.training_batch(spec, built, device)
     step = train.train_step(model, loss_of, device, autocast=dtype_name == "bf16")
-    fn = step if backend == "eager" else measure.compile_fn(step, backend, "default", options)
+    fn = step if backend == "eager" else measure.with_mark_step(
+        measure.compile_fn(step, backend, mode, options), mode)
     return functools.partial(fn, args, kwargs)
 
 
@@ -156,6 +159,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="also cProfile the host's Python functions of each call")
     parser.add_argument("--kind", choices=catalog.KINDS, default="forward",
                         help="an inference call (default), generate() or a training step")
+    parser.add_argument("--mode", choices=MODES, default="default",
+                        help="the compiled backends' torch.compile mode")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -170,11 +175,12 @@ def main(argv: list[str] | None = None) -> None:
         for backend in args.backends.split(","):
             options = {"profile_kernels": True} if backend == "mlir" and cpu else None
             if args.kind == "train":
-                call = _training_call(spec, built, backend, args.device, dtype_name, options)
+                call = _training_call(spec, built, backend, args.mode, args.device, dtype_name,
+                                      options)
             elif args.kind == "generate":
-                call = _generation_call(spec, built, backend, dtype, options)
+                call = _generation_call(spec, built, backend, args.mode, dtype, options)
             else:
-                call = _inference_call(built, backend, dtype, options)
+                call = _inference_call(built, backend, args.mode, dtype, options)
             torch._dynamo.reset()
             with (contextlib.nullcontext() if args.kind == "train" else torch.no_grad()):
                 events = device_profile(call, args.device, args.calls)
