@@ -133,6 +133,33 @@ def test_reduce_overhead_replays_untimed_where_timing_runs_out_of_memory(monkeyp
     assert len(runners) == 1 and all(c is not None for c in runners[0].captures.values())
 
 
+def test_reduce_overhead_captures_a_graph_whose_index_inputs_are_checked(runners):
+    """Token ids into an embedding are range-checked at every call with new ids: on the
+    GPU by a device assert, which a capture holds, where reading the range back to the
+    host made the capture fail (GPT-2 and Whisper ran without replays)."""
+    table = torch.randn(100, 64, device="cuda")
+
+    def fn(ids):
+        return torch.nn.functional.embedding(ids, table).relu() * 2
+    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    for _ in range(3):
+        ids = torch.randint(0, 100, (8, 32), device="cuda")
+        torch.testing.assert_close(compiled(ids), fn(ids))
+    assert len(runners) == 1 and all(c is not None for c in runners[0].captures.values())
+    torch.randn(4, device="cuda")
+
+
+def test_a_failed_capture_leaves_the_stream_and_the_random_generator_as_they_were():
+    from tessel.targets.triton.cuda_graphs import captured
+
+    stream = torch.cuda.current_stream()
+    x = torch.randn(16, device="cuda")
+    with pytest.raises(RuntimeError):
+        captured(torch.cuda.CUDAGraph(), lambda t: float(t.sum()), [x])
+    assert torch.cuda.current_stream() == stream
+    assert torch.randn(4, device="cuda").isfinite().all()
+
+
 def attention_block():
     """A block that is split around its fused attention (left native by choice), with
     kernels on both sides of it."""

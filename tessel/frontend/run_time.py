@@ -34,11 +34,14 @@ def replayed(target, host, signature: GraphSignature, graph_name: str, options: 
 
 
 def checking_indices(host, signature: GraphSignature):
-    """`host`, raising eager's IndexError for out-of-range index inputs before any
-    native code runs: the kernel would abort the process or read out of bounds. An
-    index tensor checked at its current version is not checked again: the check reads
-    its range back to the host, a device sync at every call (BEiT's relative-position
-    index, a buffer, synced twice per layer)."""
+    """`host`, checking its index inputs' range before any native code runs: out of
+    range, a kernel would read out of bounds or abort the process. On the CPU a bad
+    index raises eager's IndexError. On a GPU the check is an asynchronous device
+    assert, as eager's own embedding and gather kernels make: reading the range back to
+    the host would sync the device at every call (the host then stops running ahead of
+    the GPU) and cannot be captured in a CUDA graph (reduce-overhead). An index tensor
+    checked at its current version is not checked again (BEiT's relative-position
+    index, a buffer, is read twice per layer)."""
     if not signature.index_checks:
         return host
     names = [arg.name for arg in signature.inputs]
@@ -52,11 +55,18 @@ def checking_indices(host, signature: GraphSignature):
             if index.numel() == 0 or (last is not None and last[0]() is index
                                       and last[1] == index._version):
                 continue
-            low, high = (int(v) for v in torch.aminmax(index))
             lowest = -check.size if check.from_end else 0
-            if low < lowest or high >= check.size:
-                raise IndexOutOfRange(f"tessel: {check.op}: index {low if low < lowest else high} "
-                                      f"is out of range for a dimension of size {check.size}")
+            low, high = torch.aminmax(index)
+            if index.is_cuda:
+                torch._assert_async((low >= lowest) & (high < check.size),
+                                    f"tessel: {check.op}: an index is out of range for a "
+                                    f"dimension of size {check.size}")
+            else:
+                low, high = int(low), int(high)
+                if low < lowest or high >= check.size:
+                    raise IndexOutOfRange(
+                        f"tessel: {check.op}: index {low if low < lowest else high} "
+                        f"is out of range for a dimension of size {check.size}")
             passed[position] = (weakref.ref(index), index._version)
         return host(*args)
     return checked

@@ -18,8 +18,9 @@ launches, with one log line.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -43,6 +44,30 @@ def on_cuda_only(args: tuple, graph_name: str) -> bool:
     log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its inputs "
              "are not all CUDA tensors", graph_name)
     return False
+
+
+def captured(graph: torch.cuda.CUDAGraph, run: Callable, args: list):
+    """run(*args) captured into `graph` on a side stream, as torch.cuda.graph captures.
+    A capture that fails leaves the process as it was: torch.cuda.graph, whose exit ends
+    the capture first, would leave its side stream current, and the device's random
+    generator expecting the end of a capture, so that every later random op raises
+    ("Offset increment outside graph capture"); an empty capture ends the generator's."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        graph.capture_begin()
+        try:
+            outputs = run(*args)
+            graph.capture_end()
+        except BaseException:
+            if torch.cuda.is_current_stream_capturing():
+                with contextlib.suppress(RuntimeError):  # the error already raised says why
+                    graph.capture_end()
+            with torch.cuda.graph(torch.cuda.CUDAGraph()):
+                torch.empty(1, device=stream.device).zero_()
+            raise
+    torch.cuda.current_stream().wait_stream(stream)
+    return outputs
 
 
 class CudaGraphRunner:
@@ -115,11 +140,10 @@ class CudaGraphRunner:
         for result in results:
             if isinstance(result, torch.Tensor):
                 result.record_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
         try:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_outputs = self.host(*static_inputs)
-        except RuntimeError as error:  # e.g. an op that reads a value back to the host
+            static_outputs = captured(graph, self.host, static_inputs)
+        except Exception as error:  # noqa: BLE001 - e.g. an op that reads a value back to the host
             log.info("tessel: graph %s: reduce-overhead launches kernels one by one: CUDA "
                      "graph capture failed (%s)", self.graph_name, str(error).splitlines()[0])
             return None, results
