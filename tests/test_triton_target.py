@@ -1969,6 +1969,39 @@ def test_only_images_are_channels_last(tmp_path):
     assert "in0_stride1*(r % 16)" in kernels                 # channels fastest
 
 
+class _UpsampledTokensConcatenated(torch.nn.Module):
+    """SegFormer's decode head: tokens of two sizes projected, made images, upsampled to
+    one size and concatenated along the channels for a 1x1 convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.small, self.large = torch.nn.Linear(16, 8), torch.nn.Linear(16, 8)
+        self.fuse = torch.nn.Conv2d(16, 4, 1)
+
+    def forward(self, small, large):
+        maps = [projection(tokens).transpose(1, 2).reshape(2, 8, size, size)
+                for projection, tokens, size in ((self.small, small, 4), (self.large, large, 8))]
+        upsampled = [F.interpolate(m, size=(8, 8), mode="bilinear", align_corners=False)
+                     for m in maps]
+        return self.fuse(torch.cat(upsampled, dim=1))
+
+
+def test_maps_concatenated_for_a_convolution_are_written_channels_last(tmp_path):
+    """The upsampled maps are computed only for the concatenation that the convolution
+    reads channels-last: they are written channels-last too, each walked channels
+    fastest, so that the tokens they read are read along memory."""
+    model = _UpsampledTokensConcatenated().eval()
+    inputs = (torch.randn(2, 16, 16), torch.randn(2, 64, 16))
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(*inputs),
+                                   model(*inputs))
+    assert_compiled()
+    kernels, host = generated_files(tmp_path / "dump")
+    assert "(2, 8, 8, 8,), (512, 1, 64, 8,)" in host
+    assert "(2, 8, 8, 8,), (512, 64, 8, 1,)" not in host
+    assert "out0_stride1*(r % 8)" in kernels
+
+
 def test_a_result_laid_out_as_eagers_is_returned_without_copies(tmp_path):
     """A channels-last image in, a channels-last result out, as eager's: the kernel
     writing the result writes it channels-last, and the host returns that buffer (it

@@ -57,12 +57,35 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
                                            value.type.shape == result.type.shape)
                         for value in read):
                     held.add(result)
-    # A kernel's result that a view makes into an image (a 1-D convolution's bias as
-    # [N, C, 1, L]) is one too.
-    for op in reversed(list(main.regions[0].blocks[0].operations)):
-        op = op.operation
+    ops = [op.operation for op in main.regions[0].blocks[0].operations]
+    readers: dict[ir.Value, list[ir.Operation]] = {}
+    for op in ops:
+        for value in (ir.values_read_from_above(op) if op.name == "tkern.kernel"
+                      else op.operands):
+            readers.setdefault(value, []).append(op)
+    for op in reversed(ops):
+        # A kernel's result that a view makes into an image (a 1-D convolution's bias as
+        # [N, C, 1, L]) is one too.
         if op.name in _VIEWS and op.results[0] in held and _image(op.operands[0]) and \
                 list(op.operands[0].type.shape[:2]) == list(op.results[0].type.shape[:2]):
             held.add(op.operands[0])
+        # So is an image a kernel computes only for kernels (or concatenations) whose
+        # results are held images of its batch and points: SegFormer's upsampled maps,
+        # concatenated along the channels for a 1x1 convolution, were written row-major
+        # from tokens read across memory, then read across it again by the concatenation.
+        elif op.name == "tkern.kernel":
+            for result in op.results:
+                users = readers.get(result, ())
+                if _image(result) and users and all(
+                        user.name in ("tkern.kernel", "tensor.concat") and user.results and
+                        all(r in held and _same_points(r, result) for r in user.results)
+                        for user in users):
+                    held.add(result)
     return frozenset(held)
+
+
+def _same_points(image: ir.Value, other: ir.Value) -> bool:
+    """Whether two images share their batch and positions (any channels)."""
+    first, second = list(image.type.shape), list(other.type.shape)
+    return len(first) == len(second) and first[0] == second[0] and first[2:] == second[2:]
 
