@@ -20,7 +20,6 @@ arguments they got), the difference, and eager PyTorch on the same tiny tensors.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import os
 import pstats
@@ -31,7 +30,13 @@ os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported
 
 import torch
 
-from benchmarks.host_program_cost import CONFIGS, ROUNDS, _no_op_launch, compiled_hosts
+from benchmarks.host_program_cost import (
+    ROUNDS,
+    _no_op_launch,
+    compiled_hosts,
+    layers_and_dtype,
+    model_parser,
+)
 from tessel.targets.triton import launcher
 from tessel.targets.triton.launcher import KernelLauncher
 
@@ -72,19 +77,13 @@ def functions_per_call(call) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", choices=sorted(CONFIGS))
-    parser.add_argument("--layers", type=int, help="layers (default: the suite model's)")
-    parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--dtype", choices=("bf16", "fp32"), default="fp32")
+    parser = model_parser(__doc__.splitlines()[0], "fp32")
     parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa")
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--profile", action="store_true",
                         help="also print a cProfile of `repeats` calls")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    layers = args.layers or CONFIGS[args.model]["num_hidden_layers"]
-    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
+    layers, dtype = layers_and_dtype(args)
     compiled, inputs, hosts = compiled_hosts(args.model, layers, args.batch, dtype,
                                              attention=args.attention)
     model = compiled._orig_mod

@@ -189,13 +189,27 @@ def seconds_per_call(hosts: list[tuple], repeats: int) -> list[float]:
     return [statistics.median(column) for column in zip(*rounds)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def model_parser(description: str, dtype: str, dtype_help: str | None = None
+                 ) -> argparse.ArgumentParser:
+    """A command line that names a model of CONFIGS, its layers, batch and dtype."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("model", choices=sorted(CONFIGS))
     parser.add_argument("--layers", type=int, help="layers (default: the suite model's)")
     parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16",
-                        help="fp32: gemms that the CPU computes in less time than bf16's")
+    parser.add_argument("--dtype", choices=("bf16", "fp32"), default=dtype, help=dtype_help)
+    return parser
+
+
+def layers_and_dtype(args: argparse.Namespace) -> tuple[int, torch.dtype]:
+    """The model's layers (the suite model's unless given) and torch dtype, as parsed."""
+    torch.set_num_threads(1)
+    layers = args.layers or CONFIGS[args.model]["num_hidden_layers"]
+    return layers, {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
+
+
+def main() -> None:
+    parser = model_parser(__doc__.splitlines()[0], "bf16",
+                          "fp32: gemms that the CPU computes in less time than bf16's")
     parser.add_argument("--repeats", type=int, default=1000)
     parser.add_argument("--dump-dir", help="tessel's dump_dir: the host programs' source")
     parser.add_argument("--profile", action="store_true",
@@ -203,9 +217,7 @@ def main() -> None:
     parser.add_argument("--counts", action="store_true",
                         help="also count the launches, allocations, clones, ... of a call")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    layers = args.layers or CONFIGS[args.model]["num_hidden_layers"]
-    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
+    layers, dtype = layers_and_dtype(args)
     _, _, hosts = compiled_hosts(args.model, layers, args.batch, dtype, args.dump_dir)
     for host, _ in hosts:  # as on a GPU in default mode: launches skip Triton's JIT
         host.__globals__["launch_mode"] = lambda device, *tensors: (True, 0)
