@@ -1596,6 +1596,28 @@ def test_a_half_linear_with_a_bias_is_one_addmm(rows, tmp_path):
     assert "torch.addmm(" in host and "KernelLauncher" not in host, host
 
 
+def test_a_half_linear_with_a_concatenated_bias_is_one_addmm(tmp_path):
+    """BEiT's qkv projection, `F.linear(x, w, cat((q_bias, k_bias, v_bias)))`: the
+    concatenation is a kernel of its own and addmm takes its result as the bias; fused
+    into the bias broadcast, it had left an f32 gemm and an f32 add on the host."""
+    torch.manual_seed(0)
+    weight = torch.randn(48, 16).bfloat16()
+    q_bias, k_bias, v_bias = torch.randn(16).bfloat16(), torch.zeros(16).bfloat16(), \
+        torch.randn(16).bfloat16()
+
+    def qkv(x, weight, q_bias, k_bias, v_bias):
+        return F.linear(x, weight, torch.cat((q_bias, k_bias, v_bias)))
+
+    inputs = (torch.randn(2, 8, 16).bfloat16(), weight, q_bias, k_bias, v_bias)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(qkv, dump_dir=tmp_path / "dump")(*inputs),
+                                   qkv(*inputs))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.addmm(" in host and "matmul_in_f32" not in host, host
+    assert host.count("KernelLauncher(") == 1, host
+
+
 def test_a_half_linear_before_a_residual_norm_is_an_addmm_in_its_dtype(tmp_path):
     """BERT's output block: the row kernel of the residual add and the layer norm
     rounds the linear's result to bf16 where it reads each row's slice, so cuBLAS's bf16
