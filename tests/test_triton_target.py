@@ -1598,6 +1598,29 @@ def test_a_half_linear_with_a_bias_is_one_addmm(rows, tmp_path):
     assert "torch.addmm(" in host and "KernelLauncher" not in host, host
 
 
+def test_relative_positions_are_computed_in_the_kernels_that_gather_with_them(tmp_path):
+    """DeBERTa's disentangled attention: relative positions computed from aranges index
+    a gather along the row (c2p) and, transposed, across rows (p2c), in each layer.
+    recompute-index-values computes them in each softmax kernel from its indices: no
+    kernel writes them to an int64 tensor for the others to load."""
+    def attention(c2p, p2c):
+        tokens = torch.arange(16)
+        relative = (tokens[:, None] - tokens[None, :]).clamp(-4, 3) + 4
+        index = relative.expand(2, 16, 16)
+        scores = torch.gather(c2p, -1, index) + torch.gather(p2c, -1, index).transpose(-1, -2)
+        return torch.softmax(scores, -1), torch.softmax(torch.gather(p2c, -1, index), -1)
+
+    c2p, p2c = torch.randn(2, 16, 8), torch.randn(2, 16, 8)
+    torch.testing.assert_close(compile_triton(attention, tmp_path / "dump")(c2p, p2c),
+                               attention(c2p, p2c))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.int64" not in host, host
+    # two softmax kernels, which write the two results and nothing else
+    assert len(re.findall(r"^    launch_main_\w+\(", host, re.MULTILINE)) == 2, host
+    assert host.count("empty_strided((") == 2, host
+
+
 def test_a_half_linear_with_a_concatenated_bias_is_one_addmm(tmp_path):
     """BEiT's qkv projection, `F.linear(x, w, cat((q_bias, k_bias, v_bias)))`: the
     concatenation is a kernel of its own and addmm takes its result as the bias; fused
