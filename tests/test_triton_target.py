@@ -386,8 +386,10 @@ def test_an_autocast_linear_adds_its_rounded_bias_in_f32_before_the_next_gemm(tm
     adds it, an f32 tensor, to the gemm's product. The product was kept half as if only
     a rounding read it: the sum came out f32, and the next gemm got it in place of the
     half tensor ("expected m1 and m2 to have the same dtype"; on the H100, in the
-    backward of an autocast BERT or ViT training step). Now the sum is f32 and a kernel
-    rounds it once, as eager does. f16: Triton's interpreter truncates to bf16."""
+    backward of an autocast BERT or ViT training step). Now a kernel rounds the bias to
+    half and the host calls addmm in half, as eager's autocast linear does (the rounding
+    stays out of the gemm's bias broadcast: outline-contractions). f16: Triton's
+    interpreter truncates to bf16."""
     def fn(x, w, b, v):
         with torch.autocast("cpu", torch.float16):
             return F.linear(x, w, b) @ v
@@ -397,7 +399,7 @@ def test_an_autocast_linear_adds_its_rounded_bias_in_f32_before_the_next_gemm(tm
     torch.testing.assert_close(actual, fn(x, w, b, v), rtol=0, atol=0)
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
-    assert " + matmul_in_f32(" in host
+    assert "torch.addmm(" in host and "matmul_in_f32" not in host, host
 
 
 def test_kernel_without_a_triton_form_runs_its_op_eagerly_with_a_warning():
@@ -1594,6 +1596,51 @@ def test_a_half_linear_with_a_bias_is_one_addmm(rows, tmp_path):
         torch.testing.assert_close(compiled, linear(x))
     _, host = generated_files(tmp_path / "dump")
     assert "torch.addmm(" in host and "KernelLauncher" not in host, host
+
+
+def test_relative_positions_are_computed_in_the_kernels_that_gather_with_them(tmp_path):
+    """DeBERTa's disentangled attention: relative positions computed from aranges index
+    a gather along the row (c2p) and, transposed, across rows (p2c), in each layer.
+    recompute-index-values computes them in each softmax kernel from its indices: no
+    kernel writes them to an int64 tensor for the others to load."""
+    def attention(c2p, p2c):
+        tokens = torch.arange(16)
+        relative = (tokens[:, None] - tokens[None, :]).clamp(-4, 3) + 4
+        index = relative.expand(2, 16, 16)
+        scores = torch.gather(c2p, -1, index) + torch.gather(p2c, -1, index).transpose(-1, -2)
+        return torch.softmax(scores, -1), torch.softmax(torch.gather(p2c, -1, index), -1)
+
+    c2p, p2c = torch.randn(2, 16, 8), torch.randn(2, 16, 8)
+    torch.testing.assert_close(compile_triton(attention, tmp_path / "dump")(c2p, p2c),
+                               attention(c2p, p2c))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.int64" not in host, host
+    # two softmax kernels, which write the two results and nothing else
+    assert len(re.findall(r"^    launch_main_\w+\(", host, re.MULTILINE)) == 2, host
+    assert host.count("empty_strided((") == 2, host
+
+
+def test_a_half_linear_with_a_concatenated_bias_is_one_addmm(tmp_path):
+    """BEiT's qkv projection, `F.linear(x, w, cat((q_bias, k_bias, v_bias)))`: the
+    concatenation is a kernel of its own and addmm takes its result as the bias; fused
+    into the bias broadcast, it had left an f32 gemm and an f32 add on the host."""
+    torch.manual_seed(0)
+    weight = torch.randn(48, 16).bfloat16()
+    q_bias, k_bias, v_bias = torch.randn(16).bfloat16(), torch.zeros(16).bfloat16(), \
+        torch.randn(16).bfloat16()
+
+    def qkv(x, weight, q_bias, k_bias, v_bias):
+        return F.linear(x, weight, torch.cat((q_bias, k_bias, v_bias)))
+
+    inputs = (torch.randn(2, 8, 16).bfloat16(), weight, q_bias, k_bias, v_bias)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(qkv, dump_dir=tmp_path / "dump")(*inputs),
+                                   qkv(*inputs))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.addmm(" in host and "matmul_in_f32" not in host, host
+    assert host.count("KernelLauncher(") == 1, host
 
 
 def test_a_half_linear_before_a_residual_norm_is_an_addmm_in_its_dtype(tmp_path):

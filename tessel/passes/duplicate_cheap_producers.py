@@ -32,10 +32,10 @@ def _full_rank_inputs(producer: ir.Operation) -> int:
                if len(affine_map.results) == loops)
 
 
-_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
-def _reads(value: ir.Value) -> list[tuple[list[ir.Operation], ir.Operation, int]] | None:
+def generic_reads(value: ir.Value) -> list[tuple[list[ir.Operation], ir.Operation, int]] | None:
     """Each read of `value` as (the reshapes it goes through, the linalg.generic that
     reads it, its operand number), if every read ends as an input of a generic that is
     not a contraction (elementwise fusion folds reshapes in between into the producer);
@@ -43,8 +43,8 @@ def _reads(value: ir.Value) -> list[tuple[list[ir.Operation], ir.Operation, int]
     reads = []
     for use in value.uses:
         reader = ir.operation_of(use.owner)
-        if reader is not None and reader.name in _RESHAPES:
-            below = _reads(reader.results[0])
+        if reader is not None and reader.name in RESHAPES:
+            below = generic_reads(reader.results[0])
             if below is None:
                 return None
             reads += [([reader, *reshapes], generic, operand)
@@ -81,14 +81,21 @@ class DuplicateCheapProducersPass(ModulePass):
                 if not elementwise_producer(producer, MAX_DUPLICATED_BODY) or \
                         not _in_order(producer) or _full_rank_inputs(producer) > 1:
                     continue
-                reads = _reads(producer.results[0])
+                reads = generic_reads(producer.results[0])
                 if reads is None or len(reads) < 2:
                     continue
-                for reshapes, reader, operand in reads[1:]:
-                    with ir.InsertionPoint(reader):
-                        value = producer.clone().results[0]
-                        for reshape in reshapes:
-                            copy = reshape.clone()
-                            copy.operands[0] = value
-                            value = copy.results[0]
-                    reader.operands[operand] = value
+                copy_per_reader(producer, reads)
+
+
+def copy_per_reader(producer: ir.Operation,
+                    reads: list[tuple[list[ir.Operation], ir.Operation, int]]) -> None:
+    """Every read of `producer` (generic_reads) but the first reads a copy of it (and of
+    the reshapes in between) made just before its reader."""
+    for reshapes, reader, operand in reads[1:]:
+        with ir.InsertionPoint(reader):
+            value = producer.clone().results[0]
+            for reshape in reshapes:
+                copy = reshape.clone()
+                copy.operands[0] = value
+                value = copy.results[0]
+        reader.operands[operand] = value

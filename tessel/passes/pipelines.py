@@ -14,12 +14,13 @@ register_pipeline(
 # Elementwise fusion (kept away from contractions) and row-loop fusion, shared by the
 # cpu and gpu pipelines; `fuse_tiles` is the fuse-tiles step of each (on the GPU,
 # preceded by split-reductions).
-def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str = "") -> str:
+def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str = "",
+            fused: str = "") -> str:
     return (
         f"generalize-named-ops{{keep={keep}}},trim-window-inputs,{producers}"
         "outline-contractions,"
         "hoist-size-computations,"
-        "func.func(linalg-fuse-elementwise-ops),fuse-returned-producers,"
+        f"func.func(linalg-fuse-elementwise-ops),{fused}fuse-returned-producers,"
         "inline,symbol-dce,"
         # Unit dims (keepdim reductions) would make output maps non-projections: tiling
         # cannot slice those, so they go first.
@@ -136,7 +137,10 @@ def _gpu(templates: bool) -> str:
                   # target copies them (no measurement has shown it gains there). Cheap
                   # producers of several readers are fused into each of them.
                   producers="concat-as-gather,inline-gathered-producers,"
-                            "duplicate-cheap-producers,") +
+                            "duplicate-cheap-producers,",
+                  # Values computed from indices alone, once fused, are computed
+                  # again in each reader's kernel instead of loaded.
+                  fused="recompute-index-values,func.func(linalg-fuse-elementwise-ops),") +
         "form-kernels," + (epilogues if templates else "")
         + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true})")
 

@@ -56,6 +56,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.prefer_vector_width",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.reciprocal_division",
+    "tessel.passes.recompute_index_values",
     "tessel.passes.report_failed_checks",
     "tessel.passes.reshape_fills",
     "tessel.passes.split_reductions",
