@@ -89,6 +89,30 @@ def test_layer_norm_gelu_residual_one_program_per_row(tmp_path):
     assert "grid=(48,)" in host  # one program per (batch, sequence) row
 
 
+def _residual_rms_norm(residual, projected, weight):
+    """A Llama layer's residual add and RMSNorm, as transformers writes them."""
+    hidden = residual + projected
+    variance = hidden.float().pow(2).mean(-1, keepdim=True)
+    normed = weight * (hidden.float() * torch.rsqrt(variance + 1e-6)).to(hidden.dtype)
+    return hidden, normed
+
+
+def test_a_decode_steps_residual_rms_norm_is_one_row_kernel(tmp_path):
+    """One token's hidden states ([1, 1, H]): with its unit dims folded, the norm's sum
+    reduces the whole tensor; whole-reductions-as-rows gives it its row back, so the
+    add, the sum and the normalize are one program (they had been three kernels), and
+    it writes the residual too."""
+    args = (torch.randn(1, 1, 64).bfloat16(), torch.randn(1, 1, 64).bfloat16(),
+            torch.randn(64).bfloat16())
+    compiled = compile_triton(_residual_rms_norm, tmp_path / "dump")(*args)
+    for got, want in zip(compiled, _residual_rms_norm(*args)):
+        torch.testing.assert_close(got, want)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert len(re.findall(r"^    launch_main_\w+\(", host, re.MULTILINE)) == 1, host
+    assert "grid=(1,)" in host
+
+
 def test_whole_tensor_reductions_keep_nans():
     def fn(x):
         return x.sum(), x.amax()

@@ -14,7 +14,8 @@ register_pipeline(
 # Elementwise fusion (kept away from contractions) and row-loop fusion, shared by the
 # cpu and gpu pipelines; `fuse_tiles` is the fuse-tiles step of each (on the GPU,
 # preceded by split-reductions).
-def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str = "") -> str:
+def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str = "",
+            unit_dims_folded: str = "") -> str:
     return (
         f"generalize-named-ops{{keep={keep}}},trim-window-inputs,{producers}"
         "outline-contractions,"
@@ -23,7 +24,7 @@ def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str =
         "inline,symbol-dce,"
         # Unit dims (keepdim reductions) would make output maps non-projections: tiling
         # cannot slice those, so they go first.
-        "func.func(linalg-fold-unit-extent-dims),reshape-fills,canonicalize,"
+        f"func.func(linalg-fold-unit-extent-dims),{unit_dims_folded}reshape-fills,canonicalize,"
         f"{fuse_tiles},canonicalize,cse,"
     )
 
@@ -136,7 +137,9 @@ def _gpu(templates: bool) -> str:
                   # target copies them (no measurement has shown it gains there). Cheap
                   # producers of several readers are fused into each of them.
                   producers="concat-as-gather,inline-gathered-producers,"
-                            "duplicate-cheap-producers,") +
+                            "duplicate-cheap-producers,",
+                  # A norm of one token's row is a row kernel too.
+                  unit_dims_folded="whole-reductions-as-rows,") +
         "form-kernels," + (epilogues if templates else "")
         + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true})")
 
