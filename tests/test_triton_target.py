@@ -686,6 +686,29 @@ def _two_attention_layers(q, k, v):
     return F.scaled_dot_product_attention(first, k, v) * 2
 
 
+def _two_attention_layers_of_one_mask(q, k, v, mask):
+    first = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sin()
+    return F.scaled_dot_product_attention(first, k, v, attn_mask=mask)
+
+
+def test_attentions_of_one_boolean_mask_share_its_additive_form(tmp_path):
+    """Each fused attention (native) turns the boolean mask into an additive one: the
+    inference graph's common subexpressions merged, the first piece computes it once
+    for both attentions, and the second computes nothing of it (a kernel per layer of
+    a decoder's decode step, before)."""
+    q, k, v = torch.randn(1, 4, 1, 8), torch.randn(1, 4, 8, 8), torch.randn(1, 4, 8, 8)
+    mask = torch.rand(1, 1, 1, 8) > 0.3
+    mask[..., 0] = True
+    with torch.no_grad():
+        compiled = compile_triton(_two_attention_layers_of_one_mask, tmp_path / "dump")
+        torch.testing.assert_close(compiled(q, k, v, mask),
+                                   _two_attention_layers_of_one_mask(q, k, v, mask))
+    assert_compiled(min_graphs=2)
+    where = [len(re.findall(r"torch.ops.aten.where", graph.read_text()))
+             for graph in sorted(tmp_path.glob("dump/*_piece/00_fx_graph.py"))]
+    assert where == [1, 0], where
+
+
 @pytest.mark.parametrize("cold", [True, False], ids=["compiled", "from_the_cache"])
 def test_a_split_graph_enters_its_inputs_device_once_per_call(monkeypatch, cold):
     """Split around its two fused attentions (native), the graph runs three compiled
