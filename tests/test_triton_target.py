@@ -89,6 +89,30 @@ def test_layer_norm_gelu_residual_one_program_per_row(tmp_path):
     assert "grid=(48,)" in host  # one program per (batch, sequence) row
 
 
+def _residual_rms_norm(residual, projected, weight):
+    """A Llama layer's residual add and RMSNorm, as transformers writes them."""
+    hidden = residual + projected
+    variance = hidden.float().pow(2).mean(-1, keepdim=True)
+    normed = weight * (hidden.float() * torch.rsqrt(variance + 1e-6)).to(hidden.dtype)
+    return hidden, normed
+
+
+def test_a_decode_steps_residual_rms_norm_is_one_row_kernel(tmp_path):
+    """One token's hidden states ([1, 1, H]): with its unit dims folded, the norm's sum
+    reduces the whole tensor; whole-reductions-as-rows gives it its row back, so the
+    add, the sum and the normalize are one program (they had been three kernels), and
+    it writes the residual too."""
+    args = (torch.randn(1, 1, 64).bfloat16(), torch.randn(1, 1, 64).bfloat16(),
+            torch.randn(64).bfloat16())
+    compiled = compile_triton(_residual_rms_norm, tmp_path / "dump")(*args)
+    for got, want in zip(compiled, _residual_rms_norm(*args)):
+        torch.testing.assert_close(got, want)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert len(re.findall(r"^    launch_main_\w+\(", host, re.MULTILINE)) == 1, host
+    assert "grid=(1,)" in host
+
+
 def test_whole_tensor_reductions_keep_nans():
     def fn(x):
         return x.sum(), x.amax()
@@ -662,6 +686,29 @@ def test_a_split_graph_compiles_all_its_pieces_kernels_in_one_batch(monkeypatch)
 def _two_attention_layers(q, k, v):
     first = F.scaled_dot_product_attention(q.cos(), k, v).sin()
     return F.scaled_dot_product_attention(first, k, v) * 2
+
+
+def _two_attention_layers_of_one_mask(q, k, v, mask):
+    first = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sin()
+    return F.scaled_dot_product_attention(first, k, v, attn_mask=mask)
+
+
+def test_attentions_of_one_boolean_mask_share_its_additive_form(tmp_path):
+    """Each fused attention (native) turns the boolean mask into an additive one: the
+    inference graph's common subexpressions merged, the first piece computes it once
+    for both attentions, and the second computes nothing of it (a kernel per layer of
+    a decoder's decode step, before)."""
+    q, k, v = torch.randn(1, 4, 1, 8), torch.randn(1, 4, 8, 8), torch.randn(1, 4, 8, 8)
+    mask = torch.rand(1, 1, 1, 8) > 0.3
+    mask[..., 0] = True
+    with torch.no_grad():
+        compiled = compile_triton(_two_attention_layers_of_one_mask, tmp_path / "dump")
+        torch.testing.assert_close(compiled(q, k, v, mask),
+                                   _two_attention_layers_of_one_mask(q, k, v, mask))
+    assert_compiled(min_graphs=2)
+    where = [len(re.findall(r"torch.ops.aten.where", graph.read_text()))
+             for graph in sorted(tmp_path.glob("dump/*_piece/00_fx_graph.py"))]
+    assert where == [1, 0], where
 
 
 @pytest.mark.parametrize("cold", [True, False], ids=["compiled", "from_the_cache"])

@@ -25,6 +25,7 @@ from tessel.accuracy import first_divergent_kernel
 from tessel.dump import GraphDump
 from tessel.errors import TesselError
 from tessel.frontend.collectives import communicates
+from tessel.frontend.common_subexpressions import without_common_subexpressions
 from tessel.frontend.complex_pairs import as_real_pairs, with_complex_boundaries
 from tessel.frontend.cpu_norm_statistics import call_mixed_cpu_norms_as_kernels_take_them
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
@@ -75,6 +76,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     aot_autograd for this graph (inference_cache.py)."""
     reasons: list[str] = []
     gm = call_mixed_cpu_norms_as_kernels_take_them(gm)
+    if kind == "inference":  # aot_autograd merged those of the others
+        gm = without_common_subexpressions(gm)
     try:
         graph_name, compiled = _compile_or_split(gm, options, kind, reasons, memo)
         if compiled is not gm:

@@ -456,10 +456,15 @@ def _script(group: FusionGroup) -> list[str]:
                       else "1" if d in group.row_dims else "0"
                       for d in range(len(root.parallel)))
     g = f"g{root.op_id}"
+    # A loop of one row (whole-reductions-as-rows) is mapped to GPU programs, so that
+    # canonicalize keeps it instead of inlining its single iteration.
+    one_row = group.rows and not group.row_dims and loop_ranges(root.op)[group.tiled_dim] == 1
+    mapping = " (mapping = [#gpu.block<x>])" if one_row else ""
     lines = [
         _match(f"{g}_root", root.op_id),
-        f"%{g}_tiled, %{g}_loop0 = transform.structured.tile_using_forall %{g}_root "
-        f"tile_sizes [{sizes}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)",
+        (f"%{g}_tiled, %{g}_loop0 = transform.structured.tile_using_forall %{g}_root "
+         f"tile_sizes [{sizes}]{mapping} : (!transform.any_op) -> "
+         "(!transform.any_op, !transform.any_op)"),
     ]
     for step, producer in enumerate(group.producers):
         lines += [

@@ -15,7 +15,7 @@ register_pipeline(
 # cpu and gpu pipelines; `fuse_tiles` is the fuse-tiles step of each (on the GPU,
 # preceded by split-reductions).
 def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str = "",
-            fused: str = "") -> str:
+            fused: str = "", unit_dims_folded: str = "") -> str:
     return (
         f"generalize-named-ops{{keep={keep}}},trim-window-inputs,{producers}"
         "outline-contractions,"
@@ -24,7 +24,7 @@ def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str =
         "inline,symbol-dce,"
         # Unit dims (keepdim reductions) would make output maps non-projections: tiling
         # cannot slice those, so they go first.
-        "func.func(linalg-fold-unit-extent-dims),reshape-fills,canonicalize,"
+        f"func.func(linalg-fold-unit-extent-dims),{unit_dims_folded}reshape-fills,canonicalize,"
         f"{fuse_tiles},canonicalize,cse,"
     )
 
@@ -140,7 +140,9 @@ def _gpu(templates: bool) -> str:
                             "duplicate-cheap-producers,",
                   # Values computed from indices alone, once fused, are computed
                   # again in each reader's kernel instead of loaded.
-                  fused="recompute-index-values,func.func(linalg-fuse-elementwise-ops),") +
+                  fused="recompute-index-values,func.func(linalg-fuse-elementwise-ops),",
+                  # A norm of one token's row is a row kernel too.
+                  unit_dims_folded="whole-reductions-as-rows,") +
         "form-kernels," + (epilogues if templates else "")
         + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true})")
 

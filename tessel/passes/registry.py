@@ -64,6 +64,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.time_kernels",
     "tessel.passes.trim_window_inputs",
     "tessel.passes.truncate_through_f32",
+    "tessel.passes.whole_reductions_as_rows",
     "tessel.passes.write_inputs_in_place",
 )
 

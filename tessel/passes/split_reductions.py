@@ -37,13 +37,19 @@ _FEWEST_PER_THREAD = 32
 _MOST_PER_THREAD = 512
 
 
+def fits_one_program(reduced: int) -> bool:
+    """Whether one program reduces `reduced` values alone, whatever the outputs (a few
+    blocks of values: no split)."""
+    return reduced <= _FEWEST_PER_THREAD * _THREADS_PER_PROGRAM
+
+
 def wanted_splits(reduced: int, outputs: int, multiprocessors: int) -> int:
     """How many programs should share each of `outputs` reductions of `reduced` values,
     as Inductor decides for an inner reduction: none while the outputs alone give every
     SM two programs, or a row fits a few blocks; else enough that each thread of a
     program reduces 32 values (small tensors), 512 (large ones), or in between what
     gives the GPU about `multiprocessors * 2048 / 512` programs."""
-    if outputs >= 2 * multiprocessors or reduced <= _FEWEST_PER_THREAD * _THREADS_PER_PROGRAM:
+    if outputs >= 2 * multiprocessors or fits_one_program(reduced):
         return 1
     total = reduced * outputs
     if total <= _FEWEST_PER_THREAD * multiprocessors * _THREADS_PER_SM:

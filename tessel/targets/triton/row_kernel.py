@@ -49,6 +49,10 @@ def row_kernel(writer: ReductionWriter, forall: ir.Operation,
     shared = list(block.arguments)[n_ivs:]
     inits = list(forall.operands)[len(forall.operands) - len(shared):]
     destinations = dict(zip(shared, inits))
+    # A loop of one row (whole-reductions-as-rows): canonicalize folds its slices of
+    # whole tensors away, and its ops read the shared outputs themselves, as a tile at 0.
+    for argument, init in destinations.items():
+        writer.slices[argument] = Slice(init, [sympy.Integer(0)] * rank(init))
     ops = [op.operation for op in block.operations]
     terminator = ops[-1]
     tiles = [op for op in ops[:-1] if op.name == "linalg.generic"]
