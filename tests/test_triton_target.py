@@ -1655,7 +1655,9 @@ def test_relative_positions_are_computed_in_the_kernels_that_gather_with_them(tm
         relative = (tokens[:, None] - tokens[None, :]).clamp(-4, 3) + 4
         index = relative.expand(2, 16, 16)
         scores = torch.gather(c2p, -1, index) + torch.gather(p2c, -1, index).transpose(-1, -2)
-        return torch.softmax(scores, -1), torch.softmax(torch.gather(p2c, -1, index), -1)
+        # A gather of its own (p2c's scaled): the same gather would be computed once
+        # (common subexpressions) and written for its transposed reader.
+        return torch.softmax(scores, -1), torch.softmax(torch.gather(p2c * 2, -1, index), -1)
 
     c2p, p2c = torch.randn(2, 16, 8), torch.randn(2, 16, 8)
     torch.testing.assert_close(compile_triton(attention, tmp_path / "dump")(c2p, p2c),
