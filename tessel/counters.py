@@ -24,6 +24,10 @@ _EMPTY = {
     # Per call of a compiled graph that writes its inputs (not per CUDA graph replay):
     "inputs_written_in_place": 0,   # inputs its kernels wrote in place
     "inputs_copied_back": 0,        # inputs written from a result after the call
+    # Per joint graph partitioned (frontend/partitioner.py): what its forward computes
+    # and saves for the backward.
+    "tensors_saved_for_backward": 0,
+    "bytes_saved_for_backward": 0,
     "compile_seconds": {},          # stage name -> seconds, summed over graphs
 }
 _stats = copy.deepcopy(_EMPTY)

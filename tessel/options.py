@@ -54,6 +54,11 @@ class Options:
     compile_in_worker: bool = _option(
         True, "run pass pipelines in a separate process, so that a crash or hang in native "
         "compiler code becomes a fallback (False: in this process, for debugging)", (bool,))
+    partitioner: str = _option(
+        "min-cut", "how aot_autograd splits a training graph into forward and backward: "
+        "'min-cut' (Inductor's) saves the fewest bytes and recomputes cheap element-wise ops "
+        "in the backward; 'save-all' (aot_autograd's default) saves every intermediate the "
+        "backward reads", (str,), ("min-cut", "save-all"))
     mode: str = _option(
         "default", "torch.compile mode; on the Triton target 'reduce-overhead' replays CUDA "
         "graphs, 'max-autotune-no-cudagraphs' builds gemm templates (fuse-gemm-epilogues) "

@@ -52,7 +52,8 @@ def test_bad_mode_or_option_is_a_clear_error(mode, options, message):
 def test_list_options_describes_every_option():
     options = tessel.list_options()
     assert set(options) == {"fallback", "dump_dir", "target", "pipeline", "opt_level",
-                            "compile_in_worker", "check_accuracy", "mode", "profile_kernels"}
+                            "compile_in_worker", "check_accuracy", "mode", "profile_kernels",
+                            "partitioner"}
     for name, description in options.items():
         assert description["doc"], name
         assert "default" in description

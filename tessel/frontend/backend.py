@@ -20,6 +20,7 @@ from tessel.frontend.inference_cache import (
     inference_key,
     remembering_inference,
 )
+from tessel.frontend.partitioner import partition_function
 from tessel.options import parse_options
 
 
@@ -66,6 +67,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
             fw_compiler=compiler("forward"),
             bw_compiler=compiler("backward"),
             inference_compiler=compiler("inference"),
+            partition_fn=partition_function(parsed.partitioner),
             decompositions=before_autograd_table(),
             # Input mutations stay in the graph (frontend/input_mutations.py).
             keep_inference_input_mutations=True,
