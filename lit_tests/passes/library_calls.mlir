@@ -103,6 +103,58 @@ func.func @negative_strided_output(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c:
 
 // -----
 
+// A matmul that overwrites its output (overwrite-zero-accumulators) runs its gemm with
+// beta = 0, the helper's last argument; one that accumulates, with beta = 1.
+// CHECK-LABEL: func.func @overwritten_matmul
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    call @tessel_gemm_f32({{.*}}, %[[ZERO]])
+// CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    call @tessel_gemm_f32({{.*}}, %[[ONE]])
+func.func @overwritten_matmul(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>, %d: memref<4x3xf32>) {
+  linalg.matmul {tessel.overwrites_output} ins(%a, %b : memref<4x8xf32>, memref<8x3xf32>) outs(%c : memref<4x3xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x3xf32>) outs(%d : memref<4x3xf32>)
+  return
+}
+
+// -----
+
+// An overwriting contraction whose gemms add into one matrix (a second reduction dim,
+// `r`, looped over in order, not across threads), and one left as loops (no unit
+// stride along n in C): each gets its zero fill back, and accumulates into it.
+// CHECK-LABEL: func.func @negative_overwrite_needs_zeros
+// CHECK-SAME:    (%{{.*}}: memref<2x4x8xf32>, %{{.*}}: memref<8x3xf32>, %[[C:.*]]: memref<4x3xf32>, %[[D:.*]]: memref<4x3xf32, strided<[1, 4]>>)
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    linalg.fill ins(%[[ZERO]] : f32) outs(%[[C]] : memref<4x3xf32>)
+// CHECK-NOT:     __launch
+// CHECK:         scf.for
+// CHECK:           %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      call @tessel_gemm_f32({{.*}}, %[[ONE]])
+// CHECK:         %[[ZERO_D:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    linalg.fill ins(%[[ZERO_D]] : f32) outs(%[[D]] : {{.*}})
+// CHECK-NEXT:    linalg.matmul ins
+// CHECK-NOT:     tessel.overwrites_output
+func.func @negative_overwrite_needs_zeros(%a: memref<2x4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>,
+                                          %d: memref<4x3xf32, strided<[1, 4]>>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(r, m, n, k) -> (r, m, k)>, affine_map<(r, m, n, k) -> (k, n)>,
+                       affine_map<(r, m, n, k) -> (m, n)>],
+      iterator_types = ["reduction", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x4x8xf32>, memref<8x3xf32>) outs(%c : memref<4x3xf32>)
+      attrs = {tessel.overwrites_output} {
+  ^bb0(%in: f32, %in_1: f32, %acc: f32):
+    %m = arith.mulf %in, %in_1 : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  %a0 = memref.subview %a[0, 0, 0] [1, 4, 8] [1, 1, 1] : memref<2x4x8xf32> to memref<4x8xf32, strided<[8, 1]>>
+  linalg.matmul {tessel.overwrites_output} ins(%a0, %b : memref<4x8xf32, strided<[8, 1]>>, memref<8x3xf32>)
+      outs(%d : memref<4x3xf32, strided<[1, 4]>>)
+  return
+}
+
+// -----
+
 // An f32 NCHW convolution becomes a call to the target's convolution routine, with
 // the three memrefs cast to fully dynamic strided types; its strides and dilations go
 // into the module attribute that the target reads, one entry per call id.

@@ -23,14 +23,27 @@ def convolution_pair(op: ir.Operation, name: str) -> tuple[int, int]:
     return (values[0], values[1])
 
 
+def constant_filled(value: ir.Value) -> ir.Value | None:
+    """The arith.constant that the op computing `value` writes at every point, if it is
+    a fill: a linalg.fill, or a linalg.generic whose body only yields a value defined
+    outside it (a fill after generalize-named-ops); else None."""
+    op = ir.operation_of(value.owner)
+    filled = None
+    if op is not None and op.name == "linalg.fill":
+        filled = op.operands[0]
+    elif op is not None and op.name == "linalg.generic" and len(op.operands) == 1:
+        body = [o.operation for o in op.regions[0].blocks[0].operations]
+        filled = body[-1].operands[0] if len(body) == 1 else None
+    owner = ir.operation_of(filled.owner) if filled is not None else None
+    return filled if owner is not None and owner.name == "arith.constant" else None
+
+
 def is_zero_fill(value: ir.Value) -> bool:
-    """`value` is a linalg.fill of the float constant 0 (a contraction's fresh accumulator)."""
-    owner = value.owner
-    if not isinstance(owner, ir.OpView) or owner.operation.name != "linalg.fill":
-        return False
-    constant = owner.operation.operands[0].owner
-    return (isinstance(constant, ir.OpView) and constant.operation.name == "arith.constant"
-            and ir.FloatAttr(constant.operation.attributes["value"]).value == 0.0)
+    """`value` is a fill (constant_filled) of the float constant 0 (a contraction's fresh
+    accumulator)."""
+    constant = constant_filled(value)
+    attribute = constant.owner.attributes["value"] if constant is not None else None
+    return isinstance(attribute, ir.FloatAttr) and attribute.value == 0.0
 
 
 def _argument_number(value: ir.Value, block: ir.Block) -> int | None:

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from torch_mlir.dialects import arith, func, memref, scf
+from torch_mlir.dialects import arith, func, linalg, memref, scf
 
 from tessel import ir
 from tessel.passes.contractions import is_multiply_accumulate
@@ -17,14 +18,16 @@ from tessel.passes.outline_parallel_loops import outline
 from tessel.passes.registry import ModulePass, register
 
 _BLAS = {"f32": ("sgemm_", 4), "f64": ("dgemm_", 8)}
+BLAS_ELEMENTS = frozenset(_BLAS)
 
 _BLAS_DECLARATION = """
 llvm.func @{blas}(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr,
                   !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 """
 
-# C[m, n] += sum_k A[m, k] B[k, n] on strided memory, through BLAS's Fortran gemm
-# (column-major, every argument by pointer). Row-major C is column-major C^T, and
+# C[m, n] = beta C[m, n] + sum_k A[m, k] B[k, n] on strided memory, through BLAS's
+# Fortran gemm (column-major, every argument by pointer); beta is 1, or 0 where C's
+# contents are not to be read (an overwritten zero accumulator). Row-major C is column-major C^T, and
 # C^T = B^T A^T, so B goes first. An operand whose k (for A) or n (for B) stride is 1
 # is read as stored ('N'); one whose other stride is 1 is read transposed ('T').
 _GEMM_HELPER = """
@@ -32,7 +35,7 @@ func.func private @{helper}(
     %a_base: memref<{et}>, %a_offset: index, %a_sm: index, %a_sk: index,
     %b_base: memref<{et}>, %b_offset: index, %b_sk: index, %b_sn: index,
     %c_base: memref<{et}>, %c_offset: index, %c_sm: index,
-    %m: index, %n: index, %k: index) {{
+    %m: index, %n: index, %k: index, %beta: {et}) {{
   %one = arith.constant 1 : index
   %a_ptr = func.call @{helper}_pointer(%a_base, %a_offset) : (memref<{et}>, index) -> !llvm.ptr
   %b_ptr = func.call @{helper}_pointer(%b_base, %b_offset) : (memref<{et}>, index) -> !llvm.ptr
@@ -82,7 +85,9 @@ func.func private @{helper}(
   %one_value = llvm.mlir.constant(1.0 : {et}) : {et}
   %scale = llvm.alloca %count x {et} : (i32) -> !llvm.ptr
   llvm.store %one_value, %scale : {et}, !llvm.ptr
-  llvm.call @{blas}(%b_flag, %a_flag, %n_slot, %m_slot, %k_slot, %scale, %b_ptr, %ldb, %a_ptr, %lda, %scale, %c_ptr, %ldc) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+  %beta_slot = llvm.alloca %count x {et} : (i32) -> !llvm.ptr
+  llvm.store %beta, %beta_slot : {et}, !llvm.ptr
+  llvm.call @{blas}(%b_flag, %a_flag, %n_slot, %m_slot, %k_slot, %scale, %b_ptr, %ldb, %a_ptr, %lda, %beta_slot, %c_ptr, %ldc) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
   return
 }}
 func.func private @{helper}_pointer(%base: memref<{et}>, %offset: index) -> !llvm.ptr {{
@@ -103,6 +108,7 @@ class Contraction:
 
     `dims[x]` maps each role to the operand's memref dim: x in 'abc', role in
     'mnk' or ('batch', loop dim). Unit loop dims count as batch dims of extent 1.
+    `overwrites`: C's contents are not read (gemm's beta is 0).
     """
     element: str
     m: int
@@ -110,6 +116,7 @@ class Contraction:
     k: int
     batch: list[int]                          # loop dims looped over (in order)
     operand_dims: list[dict[int, int]]        # per operand: loop dim -> memref dim
+    overwrites: bool = False
 
 
 def _pure_dims(affine_map) -> list[int] | None:
@@ -196,6 +203,11 @@ class LibraryCallsPass(ModulePass):
     operands, no unit stride) keep their loops. Named f32 convolutions become calls to
     the target's convolution routine (convolution_calls.py).
 
+    An op marked `tessel.overwrites_output` (overwrite-zero-accumulators) does not
+    read its output: its gemms run with beta = 0 where each writes a part of the output
+    of its own (every batch dim indexes the output); any other such op, left as loops
+    or accumulating across gemms, gets its zero fill back before it.
+
     A batch of small matrices (at most `batch-threads-max-multiply-adds` each, all
     sizes static, in a function's body) runs its matrices across threads, one
     single-threaded gemm each (BLAS called inside a parallel region), instead of one
@@ -210,11 +222,13 @@ class LibraryCallsPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         module_body = module.regions[0].blocks[0]
         linalg_ops = ir.ops_where(module, lambda op: op.name.startswith("linalg."))
-        found = [(op, c) for op in linalg_ops if (c := analyze(op)) is not None]
+        found = [(op, _with_overwrite(op, c)) for op in linalg_ops
+                 if (c := analyze(op)) is not None]
         convolutions = [op for op in linalg_ops if is_library_convolution(op)]
+        overwritten = {op for op, c in found if c.overwrites} | set(convolutions)
         for op in linalg_ops:
-            if OVERWRITES_OUTPUT in op.attributes and op not in convolutions:
-                raise ValueError(f"{op.name} overwrites its output but is no library call")
+            if OVERWRITES_OUTPUT in op.attributes and op not in overwritten:
+                _fill_with_zeros(op)
         helpers: dict[str, str] = {}
         for number, (op, contraction) in enumerate(found):
             if contraction.element not in helpers:
@@ -236,11 +250,34 @@ class LibraryCallsPass(ModulePass):
         sizes = _loop_sizes([v.type for v in op.operands], [_pure_dims(m) for m in maps],
                             maps[0].n_dims)
         dims = [c.m, c.n, c.k, *c.batch]
-        if any(d not in sizes for d in dims):
+        # A batch dim that C lacks (a second reduction) adds into the same matrix.
+        if any(d not in sizes for d in dims) or any(d not in c.operand_dims[2] for d in c.batch):
             return False
         matrices = math.prod(sizes[d] for d in c.batch)
         return matrices >= 2 and sizes[c.m] * sizes[c.n] * sizes[c.k] <= (
             self.batch_threads_max_multiply_adds)
+
+
+def _with_overwrite(op: ir.Operation, c: Contraction) -> Contraction:
+    """`c`, overwriting its output if `op` is marked so and each of its gemms writes a
+    part of the output of its own: a batch dim that the output lacks (a second
+    reduction) is looped over with every gemm adding into the same matrix."""
+    if OVERWRITES_OUTPUT not in op.attributes:
+        return c
+    maps = [_pure_dims(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
+    sizes = _loop_sizes([v.type for v in op.operands], maps, len(c.batch) + 3)
+    return dataclasses.replace(c, overwrites=all(
+        d in c.operand_dims[2] or sizes.get(d) == 1 for d in c.batch))
+
+
+def _fill_with_zeros(op: ir.Operation) -> None:
+    """Write zeros into `op`'s output memref before it and drop its overwrite mark: it
+    accumulates into them as the op says."""
+    output = op.operands[len(op.operands) - 1]
+    element = ir.MemRefType(output.type).element_type
+    with ir.InsertionPoint(op), op.location:
+        linalg.fill(arith.constant(element, 0.0), outs=[output])
+    del op.attributes[OVERWRITES_OUTPUT]
 
 
 def _declare_helper(module: ir.Operation, element: str) -> str:
@@ -263,6 +300,7 @@ class _GemmCalls:
     def __init__(self, op: ir.Operation, c: Contraction, helper: str):
         self.c, self.helper = c, helper
         self.metadata = [memref.ExtractStridedMetadataOp(v) for v in op.operands]
+        self.element = ir.MemRefType(op.operands[2].type).element_type
 
     def stride(self, operand: int, loop_dim: int) -> ir.Value:
         return self.metadata[operand].strides[self.c.operand_dims[operand][loop_dim]]
@@ -289,7 +327,8 @@ class _GemmCalls:
             metadata[0].base_buffer, offsets[0], self.stride(0, c.m), self.stride(0, c.k),
             metadata[1].base_buffer, offsets[1], self.stride(1, c.k), self.stride(1, c.n),
             metadata[2].base_buffer, offsets[2], self.stride(2, c.m),
-            self.size(2, c.m), self.size(2, c.n), self.size(0, c.k)])
+            self.size(2, c.m), self.size(2, c.n), self.size(0, c.k),
+            arith.constant(self.element, 0.0 if c.overwrites else 1.0)])
 
 
 def _emit_gemm(op: ir.Operation, c: Contraction, helper: str) -> None:

@@ -36,13 +36,12 @@ register_pipeline(
     # their own (contiguous-innermost-loop) lost to oneDNN; on larger maps they won.
     # The others become im2col + gemm.
     "convolutions-to-gemm{library-elements=f32 library-depthwise-pixels=196},"
-    "overwrite-zero-accumulators,"
     "fold-transposes-into-matmul,canonicalize,"
     # Gemms stay whole BLAS calls on the CPU: one multi-threaded call per gemm measured
     # ~10% faster than one single-threaded call per row block with its epilogue fused
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.
     + _fusion("fuse-tiles{gemm-epilogues=false}") +
-    "tile-for-threads,contiguous-innermost-loop,"
+    "overwrite-zero-accumulators,tile-for-threads,contiguous-innermost-loop,"
     "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels,"
     "write-inputs-in-place)",
     "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",

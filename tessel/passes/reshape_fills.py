@@ -4,22 +4,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.contractions import constant_filled
 from tessel.passes.linalg_builders import constant_fill
 from tessel.passes.registry import ModulePass, register
 
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
-
-
-def _constant_filled(value: ir.Value) -> ir.Value | None:
-    """The value a linalg.generic that only fills `value` yields at every point (a
-    constant defined outside it), else None."""
-    generic = ir.operation_of(value.owner)
-    if generic is None or generic.name != "linalg.generic" or len(generic.operands) != 1:
-        return None
-    body = [op.operation for op in generic.regions[0].blocks[0].operations]
-    yielded = body[-1].operands[0] if len(body) == 1 else None
-    owner = ir.operation_of(yielded.owner) if yielded is not None else None
-    return yielded if owner is not None and owner.name == "arith.constant" else None
 
 
 @register
@@ -39,7 +28,7 @@ class ReshapeFillsPass(ModulePass):
         reshapes = ir.ops_where(module, lambda op: op.name in _RESHAPES)
         with module.context:
             for reshape in reshapes:
-                constant = _constant_filled(reshape.operands[0])
+                constant = constant_filled(reshape.operands[0])
                 result = ir.RankedTensorType(reshape.results[0].type)
                 if constant is None or not result.has_static_shape:
                     continue
