@@ -32,10 +32,11 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
     """The values of `main` held channels-last: each convolution's image (under the pad
     the host folds into it), accumulator (its bias) and result, then, in program order, views of them that keep
     their batch and channels, the results of kernels that read one of them with their
-    own shape, and concatenations of them."""
+    own shape, and concatenations of them; then, in reverse, the images that views of
+    them or kernels computing only for them are made from."""
     held: set[ir.Value] = set()
-    for op in main.regions[0].blocks[0].operations:
-        op = op.operation
+    ops = [op.operation for op in main.regions[0].blocks[0].operations]
+    for op in ops:
         if op.name == "tkern.library_call":
             contraction = op.regions[0].blocks[0].operations[0].operation
             if contraction.name in NAMED_CONVOLUTIONS:
@@ -50,18 +51,15 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
                     list(view.type.shape[:2]) == list(source.type.shape[:2]):
                 held.add(view)
         elif op.name in ("tkern.kernel", "tensor.concat"):
-            read = op.operands if op.name == "tensor.concat" else ir.values_read_from_above(op)
             for result in op.results:
                 if _image(result) and any(
                         value in held and (op.name == "tensor.concat" or
                                            value.type.shape == result.type.shape)
-                        for value in read):
+                        for value in _read(op)):
                     held.add(result)
-    ops = [op.operation for op in main.regions[0].blocks[0].operations]
     readers: dict[ir.Value, list[ir.Operation]] = {}
     for op in ops:
-        for value in (ir.values_read_from_above(op) if op.name == "tkern.kernel"
-                      else op.operands):
+        for value in _read(op):
             readers.setdefault(value, []).append(op)
     for op in reversed(ops):
         # A kernel's result that a view makes into an image (a 1-D convolution's bias as
@@ -82,6 +80,11 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
                         for user in users):
                     held.add(result)
     return frozenset(held)
+
+
+def _read(op: ir.Operation) -> list[ir.Value]:
+    """The values `op` reads: a kernel's from above its body, any other op's operands."""
+    return ir.values_read_from_above(op) if op.name == "tkern.kernel" else list(op.operands)
 
 
 def _same_points(image: ir.Value, other: ir.Value) -> bool:
