@@ -23,23 +23,17 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
-import sys
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import tessel
 from benchmarks.models import catalog, train
+from benchmarks.train_step_launches import MODELS as TEST_MODELS
+from benchmarks.train_step_launches import on_the_interpreter
 from tessel.frontend.partitioner import PARTITIONERS
 from tessel.targets.triton.launcher import recorded_launches
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_models import cnn_with_batch_norm, mlp, transformer_encoder_layer
-
-TEST_MODELS = {"mlp": mlp, "cnn_with_batch_norm": cnn_with_batch_norm,
-               "transformer_encoder_layer": transformer_encoder_layer}
 # The suite's train rows that have tiny configs (transformers), and its transformers
 # convolution nets, in for torchvision's and timm's, which build full size only.
 SUITE_MODELS = ("hf_gpt2", "hf_bert", "hf_roberta", "hf_albert", "hf_deberta_v2", "hf_t5",
@@ -98,10 +92,7 @@ def main() -> None:
     parser.add_argument("--models", default=",".join((*TEST_MODELS, *SUITE_MODELS)))
     parser.add_argument("--autocast", action="store_true", help="bf16 autocast")
     args = parser.parse_args()
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        sys.exit("run with TRITON_INTERPRET=1 (kernels run in Triton's interpreter)")
-    torch.set_num_threads(1)  # the 2-core VM: no thread pool waiting on a busy core
-    torch.set_flush_denormal(True)  # dry-run buffers hold garbage, denormals among it
+    on_the_interpreter()
     print("| model | partitioner | tensors saved | bytes saved | launches a step (triton) | "
           "gradient error cpu / triton | graphs run eagerly, whole or split cpu / triton |")
     print("|---|---|---|---|---|---|---|")

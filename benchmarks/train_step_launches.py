@@ -160,14 +160,20 @@ def row(result: dict) -> str:
             f"{result['copied_back']} | {result['host_ms']:.2f} |")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
-    args = parser.parse_args()
+def on_the_interpreter() -> None:
+    """Set a process up to run Triton kernels in the interpreter on CPU tensors, as these
+    measurements do, or exit saying how to run it."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("run with TRITON_INTERPRET=1 (kernels run in Triton's interpreter)")
     torch.set_num_threads(1)  # the 2-core VM: no thread pool waiting on a busy core
     torch.set_flush_denormal(True)  # dry-run buffers hold garbage, denormals among it
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    on_the_interpreter()
     print("| model | pipeline | launches a step | buffers allocated a step | inputs written "
           "in place / copied back a step | host ms a step (median) |")
     print("|---|---|---|---|---|---|")
