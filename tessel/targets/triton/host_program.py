@@ -90,7 +90,7 @@ def narrowed_values(module: ir.Module) -> dict[ir.Value, str]:
         narrowed.update(dict.fromkeys(_rounded_on_read(op.results[0], half), str(half)))
     with module.context:
         halves = (ir.BF16Type.get(), ir.F16Type.get())
-    for op in ir.ops_where(main, lambda op: op.name == "tkern.kernel"):
+    for op in ir.ops_where(main, _stores_its_results):
         for result in op.results:
             if element_name(result) != "f32" or _skipped_fill(result):
                 continue
@@ -100,6 +100,12 @@ def narrowed_values(module: ir.Module) -> dict[ir.Value, str]:
                 if closure:
                     break
     return narrowed
+
+
+def _stores_its_results(op: ir.Operation) -> bool:
+    """Whether `op` is a Triton kernel whose results stores.py writes (a scan writes
+    its own)."""
+    return is_kernel(op) and op.name not in ("tkern.library_call", "tm_tensor.scan")
 
 
 def _rounded_on_read(value: ir.Value, half: ir.Type) -> list[ir.Value]:
