@@ -6,6 +6,8 @@ import pytest
 import torch
 from conftest import assert_compiled
 from transformers import (
+    AlbertConfig,
+    AlbertModel,
     BertConfig,
     BertModel,
     GemmaConfig,
@@ -106,3 +108,37 @@ def test_forward_with_dynamic_sizes_compiles_once(name, device):
                                        model(ids, attention_mask=mask)[output],
                                        rtol=1e-4, atol=1e-4)
     assert_one_graph()
+
+
+def test_albert_runs_each_linear_as_one_half_addmm(monkeypatch, tmp_path):
+    """ALBERT's layers share one layer's weights, so its gemms share their biases: each
+    Linear call is still one addmm in the half type on the Triton target, where the
+    shared layer's six had each been an f32 gemm and an f32 add. Eager attention keeps
+    the graph whole (CPU flash attention would cut it into one piece per layer); f16
+    rather than the suite's bf16, which Triton's interpreter computes wrongly
+    (docs/limits.md)."""
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path / "cache"))
+    model = AlbertModel(AlbertConfig(
+        num_hidden_layers=2, embedding_size=32, hidden_size=64, num_attention_heads=4,
+        intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=64,
+        attn_implementation="eager", **TOKENS)).eval().half()
+    # Linear calls of the eager forward: 6 a layer, the embeddings' projection, the pooler.
+    calls = []
+    hooks = [m.register_forward_hook(lambda *_: calls.append(1))
+             for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    ids, mask = tiny_batch("cpu")
+    with torch.no_grad():
+        expected = model(ids, attention_mask=mask).last_hidden_state
+    for hook in hooks:
+        hook.remove()
+    compiled = torch.compile(model, backend="mlir", fullgraph=True, options={
+        "target": "triton", "fallback": False, "dump_dir": str(tmp_path / "dump")})
+    with torch.no_grad():
+        actual = compiled(ids, attention_mask=mask).last_hidden_state
+    # Fused kernels round to half once where eager rounds after every op.
+    torch.testing.assert_close(actual, expected, rtol=1e-2, atol=1e-2)
+    assert_compiled()
+    (host_file,) = tmp_path.glob("dump/*/*_host_program.py")
+    host = host_file.read_text()
+    assert host.count("torch.addmm(") == len(calls), host
+    assert "matmul_in_f32" not in host, host

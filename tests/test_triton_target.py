@@ -1748,6 +1748,47 @@ def test_a_half_linear_with_a_concatenated_bias_is_one_addmm(tmp_path):
     assert host.count("KernelLauncher(") == 1, host
 
 
+def test_a_half_linear_applied_twice_is_an_addmm_each_time(tmp_path):
+    """One Linear applied again (ALBERT's layers share their weights): CSE merges the
+    bias broadcasts that its two gemms start from into one, which each call still
+    takes as addmm's bias; it had left two f32 gemms, each added to a launched f32
+    broadcast on the host."""
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(16, 16).bfloat16()
+
+    def twice(x):
+        return linear(torch.relu(linear(x)))
+
+    x = torch.randn(2, 8, 16).bfloat16()
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(twice, dump_dir=tmp_path / "dump")(x),
+                                   twice(x))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert host.count("torch.addmm(") == 2 and "matmul_in_f32" not in host, host
+    assert host.count("KernelLauncher(") == 1, host  # the relu
+
+
+def test_gemm_templates_sharing_a_bias_each_read_it_whole(tmp_path):
+    """fuse-gemm-epilogues: two gemms of one Linear start from one bias broadcast (CSE
+    merged theirs); each template computes it from the 1-D bias in registers, where the
+    broadcast had been a kernel of its own, written to memory for both to read."""
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 64).half()
+
+    def twice(x):
+        return linear(torch.relu(linear(x)))
+
+    x = torch.randn(2048, 64, dtype=torch.float16)
+    with torch.no_grad():
+        compiled = compile_triton(twice, tmp_path / "dump", mode=_AUTOTUNING)(x)
+        torch.testing.assert_close(compiled, twice(x), atol=2e-3, rtol=2e-3)
+    assert assert_compiled()["kernels"] == 2
+    _, host = generated_files(tmp_path / "dump")
+    templates = re.findall(r"KernelLauncher\(.*ranks=\((\d), .*gemm=", host)
+    assert templates == ["1", "1"], host  # each reads the 1-D bias first
+
+
 def test_a_half_linear_before_a_residual_norm_is_an_addmm_in_its_dtype(tmp_path):
     """BERT's output block: the row kernel of the residual add and the layer norm
     rounds the linear's result to bf16 where it reads each row's slice, so cuBLAS's bf16

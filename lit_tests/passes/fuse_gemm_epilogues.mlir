@@ -86,3 +86,49 @@ func.func @negative_few_output_tiles(%x: tensor<64x2048xbf16>, %w: tensor<2048x1
   } -> tensor<64x1000xbf16>
   return %half : tensor<64x1000xbf16>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#bias = affine_map<(d0, d1) -> (d1)>
+
+// One linear applied twice (ALBERT's shared layers): both gemms start from one bias
+// broadcast (CSE merged theirs). Each template broadcasts the 1-D bias itself, and no
+// kernel is left to write the f32 broadcast to memory.
+// CHECK-LABEL: func.func @linear_applied_twice
+// CHECK-SAME:    (%[[B:.*]]: tensor<512xbf16>,
+// CHECK-NOT:     tkern.library_call
+// CHECK:         "tkern.kernel"() ({
+// CHECK-NEXT:      linalg.generic {{.*}} ins(%[[B]] : tensor<512xbf16>)
+// CHECK:           linalg.matmul
+// CHECK:         }) {sym_name = "linear_applied_twice_kernel_2"}
+// CHECK:         "tkern.kernel"() ({
+// CHECK-NEXT:      linalg.generic {{.*}} ins(%[[B]] : tensor<512xbf16>)
+// CHECK:           linalg.matmul
+// CHECK:         }) {sym_name = "linear_applied_twice_kernel_4"}
+// CHECK-NOT:     tkern.kernel
+func.func @linear_applied_twice(%b: tensor<512xbf16>, %x: tensor<2048x512xbf16>, %w: tensor<512x512xbf16>) -> tensor<2048x512xbf16> {
+  %empty = tensor.empty() : tensor<2048x512xf32>
+  %init = linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : tensor<512xbf16>) outs(%empty : tensor<2048x512xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %e = arith.extf %in : bf16 to f32
+    linalg.yield %e : f32
+  } -> tensor<2048x512xf32>
+  %eh = tensor.empty() : tensor<2048x512xbf16>
+  %mm = linalg.matmul ins(%x, %w : tensor<2048x512xbf16>, tensor<512x512xbf16>) outs(%init : tensor<2048x512xf32>) -> tensor<2048x512xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<2048x512xf32>) outs(%eh : tensor<2048x512xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2048x512xbf16>
+  %mm2 = linalg.matmul ins(%h, %w : tensor<2048x512xbf16>, tensor<512x512xbf16>) outs(%init : tensor<2048x512xf32>) -> tensor<2048x512xf32>
+  %h2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm2 : tensor<2048x512xf32>) outs(%eh : tensor<2048x512xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2048x512xbf16>
+  return %h2 : tensor<2048x512xbf16>
+}

@@ -10,6 +10,8 @@ from tessel.passes.contractions import is_zero_fill
 from tessel.passes.narrow_matmul_operands import widened_from
 from tessel.passes.registry import ModulePass, register
 
+_ROW_BROADCAST_MAPS = ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"]
+
 
 def _generic_body(op: ir.Operation) -> list[ir.Operation]:
     return [inner.operation for inner in op.regions[0].blocks[0].operations]
@@ -54,6 +56,13 @@ def _bias_add(result: ir.Value, half: ir.Type) -> tuple[ir.Operation, ir.Value, 
             or rounding[0].results[0].type != half:
         return None
     return user, read, user.operands[1]
+
+
+def is_row_bias_broadcast(generic: ir.Operation) -> bool:
+    """Whether the linalg.generic `generic` is a bias broadcast that this pass starts a
+    gemm's accumulator from: it widens a 1-D tensor along the rows of a 2-D one."""
+    return len(generic.operands) == 2 and ir.sole_cast(generic) == "arith.extf" \
+        and [str(m) for m in ir.indexing_maps(generic)] == _ROW_BROADCAST_MAPS
 
 
 def _row_broadcast(bias: ir.Value, rows: int, element: str) -> str:

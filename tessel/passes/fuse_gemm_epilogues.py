@@ -11,6 +11,7 @@ from tessel.passes.form_kernels import (
     kernel_name,
     sole_generic,
 )
+from tessel.passes.fuse_horizontally import initializes_library_call
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
 
@@ -43,10 +44,11 @@ class FuseGemmEpiloguesPass(ModulePass):
 
     The epilogue is the element-wise kernel that alone reads the gemm's result, through
     the identity (bias, activation, rounding to half, residual add); the prologue is the
-    element-wise kernel that alone computes the gemm's initial accumulator (a broadcast
-    bias). Each program of the template then computes a tile of the product in registers
-    and applies the epilogue before it stores: the f32 product never goes to memory and
-    one launch replaces three.
+    element-wise kernel that computes the gemm's initial accumulator (a broadcast bias),
+    when only gemms start from it (gemms of one Linear applied again start from one).
+    Each program of the template then computes a tile of the product in registers and
+    applies the epilogue before it stores: the f32 product never goes to memory and one
+    launch replaces three.
 
     Cost rule, from GPU times (bf16 linear + bias + gelu, benchmarks/gemm_template.py;
     benchmarks/results/gemm_template_cuda.md): the template beat cuBLAS plus an
@@ -89,9 +91,13 @@ class FuseGemmEpiloguesPass(ModulePass):
         if sole_generic(epilogue_kernel) != epilogue or not _pointwise_over(epilogue, extents) \
                 or ir.indexing_maps(epilogue)[user[1]] != ir.AffineMap.get_identity(2):
             return
-        init_kernel = ir.operation_of(matmul.operands[2].owner)
+        init = matmul.operands[2]
+        init_kernel = ir.operation_of(init.owner)
         prologue = sole_generic(init_kernel)
-        if not (_pointwise_over(prologue, extents) and _sole_user(matmul.operands[2])):
+        # Gemms that share a bias share its broadcast (CSE merged theirs): each template
+        # computes it again, in registers, rather than reading it from memory.
+        if not (_pointwise_over(prologue, extents)
+                and all(initializes_library_call(use) for use in init.uses)):
             init_kernel = prologue = None
         _fuse(call, matmul, epilogue_kernel, epilogue, init_kernel, prologue)
 
@@ -123,16 +129,17 @@ def _fuse(call: ir.Operation, matmul: ir.Operation, epilogue_kernel: ir.Operatio
         block = fused.regions[0].blocks.append()
         with ir.InsertionPoint(block):
             terminator = ir.Operation.create("tkern.yield", operands=list(epilogue.results))
-    for op in (prologue, matmul, epilogue):
-        if op is not None:
-            op.move_before(terminator)
     if prologue is not None:
-        matmul.operands[2] = prologue.results[0]
+        # The prologue's own copy, in the template: other gemms may start from its kernel.
+        matmul.operands[2] = prologue.clone(ip=ir.InsertionPoint(terminator)).results[0]
+    for op in (matmul, epilogue):
+        op.move_before(terminator)
     call_result = call.results[0]
     for use in list(call_result.uses):
         ir.operation_of(use.owner).operands[use.operand_number] = matmul.results[0]
     for old, new in zip(epilogue_kernel.results, fused.results):
         old.replace_all_uses_with(new)
-    for kernel in (epilogue_kernel, call, init_kernel):
-        if kernel is not None:
-            kernel.erase()
+    for kernel in (epilogue_kernel, call):
+        kernel.erase()
+    if init_kernel is not None and not any(True for r in init_kernel.results for _ in r.uses):
+        init_kernel.erase()

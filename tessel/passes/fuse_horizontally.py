@@ -40,7 +40,7 @@ def _is_library_call(value: ir.Value) -> bool:
     return owner is not None and owner.name == "tkern.library_call"
 
 
-def _initializes_library_call(use) -> bool:
+def initializes_library_call(use) -> bool:
     """Whether `use` is the accumulator a library call's contraction starts from."""
     user = ir.operation_of(use.owner)
     return _main_level(user).name == "tkern.library_call" and \
@@ -55,7 +55,7 @@ def _cast_beside_library_call(kernel: ir.Operation) -> bool:
     if generic is None or ir.sole_cast(generic) is None:
         return False
     return _is_library_call(generic.operands[0]) or any(
-        _initializes_library_call(use) for result in kernel.results for use in result.uses)
+        initializes_library_call(use) for result in kernel.results for use in result.uses)
 
 
 @register

@@ -7,9 +7,8 @@ from torch_mlir.dialects import func
 
 from tessel import ir
 from tessel.passes.contractions import is_contraction
+from tessel.passes.fold_bias_into_gemm import is_row_bias_broadcast
 from tessel.passes.registry import ModulePass, register
-
-_ROW_BROADCAST_MAPS = ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"]
 
 
 def _row_bias_broadcast(init: ir.Value) -> ir.Operation | None:
@@ -17,10 +16,7 @@ def _row_bias_broadcast(init: ir.Value) -> ir.Operation | None:
     bias along its rows (fold-bias-into-gemm's), when only the contraction reads it."""
     generic = ir.operation_of(init.owner)
     if generic is None or generic.name != "linalg.generic" or len(list(init.uses)) != 1 \
-            or len(generic.operands) != 2:
-        return None
-    if [str(m) for m in ir.indexing_maps(generic)] != _ROW_BROADCAST_MAPS \
-            or ir.sole_cast(generic) != "arith.extf":
+            or not is_row_bias_broadcast(generic):
         return None
     return generic
 

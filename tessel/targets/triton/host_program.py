@@ -18,8 +18,13 @@ import torch
 from tessel import ir
 from tessel.passes.buffer_views import view_root
 from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
+from tessel.passes.fold_bias_into_gemm import is_row_bias_broadcast
 from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
-from tessel.passes.fuse_horizontally import COMBO, combo_members
+from tessel.passes.fuse_horizontally import (
+    COMBO,
+    combo_members,
+    initializes_library_call,
+)
 from tessel.passes.write_inputs_in_place import in_place_results
 from tessel.signature import GraphSignature, TensorInput
 from tessel.targets.triton import cuda_graph_trees, sizes, strided_views
@@ -272,13 +277,14 @@ def _concat_chains(ops: list[ir.Operation]) -> dict[ir.Value, list[ir.Operation]
 
 def _row_bias(value: ir.Value) -> ir.Value | None:
     """The 1-D tensor that `value` broadcasts along its rows, widened, when a kernel of its
-    own computes only that (a gemm's initial accumulator from fold-bias-into-gemm), else
-    None: the gemm's library call then reads the 1-D tensor as addmm's bias."""
+    own computes only that (a gemm's initial accumulator from fold-bias-into-gemm) and
+    only gemms' library calls start from it, else None: each call then reads the 1-D
+    tensor as addmm's bias. Several calls share one broadcast where their gemms share a
+    bias (one Linear applied again: ALBERT's layers share their weights), since CSE
+    merges the broadcasts that fold-bias-into-gemm made for each."""
     generic = sole_generic(ir.operation_of(value.owner))
-    if generic is None or len(list(value.uses)) != 1 or len(generic.operands) != 2:
-        return None
-    if [str(m) for m in ir.indexing_maps(generic)] != ["(d0, d1) -> (d1)", "(d0, d1) -> (d0, d1)"] \
-            or ir.sole_cast(generic) != "arith.extf":
+    if generic is None or not is_row_bias_broadcast(generic) \
+            or not all(initializes_library_call(use) for use in value.uses):
         return None
     return generic.operands[0]
 
