@@ -2,7 +2,9 @@
 [M, K] x [K, N] with N not a multiple of 16 (GPT-2's 50257, BERT's 30522, DeBERTa-v2's
 128100), timed unpadded, with N padded to a multiple of 16 (the slice of the result a
 view), and padded with the slice copied out contiguous (what a returned result costs:
-frontend/traced_outputs.py lays it out as eager's), with and without a bias (addmm).
+frontend/traced_outputs.py lays it out as eager's), with and without a bias (addmm);
+and Inductor's compile of the unpadded product (its pad_mm pads where it pays), with the
+strides of the result it returns.
 
     python -m benchmarks.padded_gemm        # on a CUDA machine
 
@@ -57,8 +59,12 @@ def main() -> None:
             unpadded = milliseconds(functools.partial(product, x, weight, bias))
             padded = milliseconds(functools.partial(product, x, padded_weight, padded_bias))
             copied = milliseconds(functools.partial(product, x, padded_weight, padded_bias, n))
+            inductor = torch.compile(product)
+            stride = inductor(x, weight, bias).stride()
+            compiled = milliseconds(functools.partial(inductor, x, weight, bias))
             print(f"  {m} x {k} x {n}{'' if bias is None else ' + bias'}: unpadded "
-                  f"{unpadded:.3f}, padded {padded:.3f}, padded and copied out {copied:.3f}")
+                  f"{unpadded:.3f}, padded {padded:.3f}, padded and copied out {copied:.3f}, "
+                  f"Inductor {compiled:.3f} (result strides {stride})")
 
 
 if __name__ == "__main__":
