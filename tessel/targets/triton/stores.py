@@ -38,7 +38,7 @@ def store(writer: KernelWriter, value: ir.Value, offsets: list[Index], init: ir.
     writer.results.append(KernelResult(shape, element_name(init)))
     pointer = f"out{len(writer.results) - 1}"
     offset = address(strides(pointer, len(shape)), offsets, indices)
-    mask = f", mask={mask}" if kind == "row" else ""
+    mask = writer.access_mask(kind, mask)
     if element_name(init) in HALF:
         expression = f"{expression}.to({TRITON_DTYPES[element_name(init)]})"
     writer.emit(f"tl.store({pointer} + {text(offset)}, {expression}{mask})")
