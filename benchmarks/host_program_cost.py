@@ -58,9 +58,12 @@ CONFIGS = {
                 "intermediate_size": 32},
     "hf_llama": {"num_hidden_layers": 4, "hidden_size": 32, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64},
+    # Multi-query attention (one key/value head), as the suite's Gemma.
+    "hf_gemma": {"num_hidden_layers": 4, "hidden_size": 32, "num_attention_heads": 4,
+                 "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 64},
 }
 # Timed as a decode step (module docstring).
-DECODERS = {"hf_llama"}
+DECODERS = {"hf_llama", "hf_gemma"}
 DECODE_STEPS = 3
 ROUNDS = 5
 # Host work that --counts counts: (file, function) as cProfile names them.

@@ -389,6 +389,62 @@ def test_half_precision_global_average_pooling_reduces_from_its_constant_init(tm
     assert re.search(r"= 0\.0 \+ v\d+\n", kernels)  # the init folded as a literal into the f32 sum
 
 
+def test_half_kernel_results_that_readers_round_are_stored_in_half(tmp_path):
+    """SqueezeNet's fire module in half precision: each expand convolution's bias is
+    added in f32 by a kernel of its own, and the concatenation that reads both sums
+    rounds them to half first (its gather inlines the ReLU). The sums were stored as
+    f32 buffers, twice the bytes eager moves; stored rounded they give the gather the
+    values it rounded to (host_program.narrowed_values)."""
+    class Fire(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.squeeze = torch.nn.Conv2d(8, 4, 1)
+            self.expand1x1 = torch.nn.Conv2d(4, 8, 1)
+            self.expand3x3 = torch.nn.Conv2d(4, 8, 3, padding=1)
+
+        def forward(self, x):
+            x = self.squeeze(x).relu()
+            return torch.cat([self.expand1x1(x).relu(), self.expand3x3(x).relu()], 1)
+
+    model, x = Fire().eval().half(), torch.randn(2, 8, 9, 9, dtype=torch.float16)
+    with torch.no_grad():
+        # The bias is added to the convolution's half result (convolution-bias-after),
+        # a second rounding that eager's convolution with its bias does not make.
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x),
+                                   atol=1e-3, rtol=1e-2)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert host.count("torch.convolution(") == 3
+    assert "torch.float32" not in host
+
+
+def test_a_row_kernels_half_results_that_readers_round_are_stored_in_half(tmp_path):
+    """EfficientNet's squeeze-excite block: one row kernel per channel computes batch
+    norm and SiLU and their mean over the map; the SiLU's f32 values, which the scaling
+    kernel rounds to half first, were stored as an f32 image (the row kernel is a loop
+    nest of its own, which narrowed_values had passed over)."""
+    class SqueezeExcite(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.depthwise = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+            self.norm = torch.nn.BatchNorm2d(16)
+            self.reduce, self.expand = torch.nn.Conv2d(16, 4, 1), torch.nn.Conv2d(4, 16, 1)
+
+        def forward(self, x):
+            x = F.silu(self.norm(self.depthwise(x)))
+            scale = self.expand(F.silu(self.reduce(x.mean((2, 3), keepdim=True))))
+            return x * scale.sigmoid()
+
+    model, x = SqueezeExcite().eval().half(), torch.randn(2, 16, 12, 12, dtype=torch.float16)
+    with torch.no_grad():
+        # Bias added after the convolutions' rounded results, as in the test above.
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x),
+                                   atol=1e-3, rtol=1e-2)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "torch.float32" not in host
+
+
 def test_whole_tensor_reductions_larger_than_a_block_loop_in_one_program(tmp_path):
     """A loss's mean over more points than a block (19200 here, in blocks of 1024)
     stopped the graph's compile ("a reduction of 19200 elements in one block of 1024"):

@@ -200,6 +200,33 @@ def test_caches_updated_before_a_native_attention_are_written_by_their_piece():
     assert counters["inputs_copied_back"] == 0, counters
 
 
+def test_caches_of_one_head_whose_repeats_are_views_are_written_in_place():
+    """Multi-query attention (Gemma's one key/value head): repeat_kv's expand and
+    reshape of the updated cache is a view of it, which the piece returns beside the
+    new value for the native attention. The new value was then not taken for the
+    cache's (the frontend counted the view as a second use of the result), and each
+    decode step cloned both caches, scattered into the clones and copied them back."""
+    torch.manual_seed(0)
+    keys, values = torch.randn(2, 1, 10, 4), torch.randn(2, 1, 10, 4)
+    new_keys, new_values = torch.randn(2, 1, 1, 4), torch.randn(2, 1, 1, 4)
+    positions, query = torch.tensor([4]), torch.randn(2, 2, 1, 4)
+    expected_keys, expected_values = keys.clone(), values.clone()
+    compiled = _compiled(_cache_update_then_attention, "triton")
+    for step in range(2):
+        tessel.reset_stats()
+        positions = torch.tensor([4 + step])
+        with torch.no_grad():
+            expected = _cache_update_then_attention(expected_keys, expected_values, positions,
+                                                    new_keys, new_values, query)
+            actual = compiled(keys, values, positions, new_keys, new_values, query)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(keys, expected_keys)
+        torch.testing.assert_close(values, expected_values)
+    counters = tessel.stats()
+    assert counters["inputs_written_in_place"] == 2, counters
+    assert counters["inputs_copied_back"] == 0, counters
+
+
 def _cache_update_reading_the_old_cache(cache, positions, new, query):
     old = query @ cache.transpose(-2, -1)
     cache.index_copy_(2, positions, new)

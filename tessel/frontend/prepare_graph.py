@@ -367,13 +367,14 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
 
     kernel_outputs: list[torch.fx.Node] = []
     results: list[TensorResult] = []
-    # How many outputs each result is, or is viewed by.
+    # How many outputs each result is (the views the host takes of it not counted).
     result_outputs: list[int] = []
 
-    def kernel_result(node: torch.fx.Node, what: str) -> str:
-        """The host name of `node` computed by the kernel (one result per node)."""
+    def kernel_result(node: torch.fx.Node, what: str, viewed: bool = False) -> str:
+        """The host name of `node` computed by the kernel (one result per node), for an
+        output that is it, or with `viewed`, a view of it."""
         if node in kernel_outputs:
-            result_outputs[kernel_outputs.index(node)] += 1
+            result_outputs[kernel_outputs.index(node)] += not viewed
             return f"out{kernel_outputs.index(node)}"
         value = node.meta.get("val")
         if not isinstance(value, torch.Tensor):
@@ -388,7 +389,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             stride = tuple(_printer_expr(s, bound, what) for s in value.stride())
         kernel_outputs.append(node)
         results.append(TensorResult(value.dtype, shape, stride))
-        result_outputs.append(1)
+        result_outputs.append(int(not viewed))
         return f"out{len(kernel_outputs) - 1}"
 
     def as_passed(placeholder: torch.fx.Node) -> str:
@@ -421,7 +422,7 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
         elif views and host_can_view(root) and (view := _host_view(root, views, bound)):
             # Eager's view shares its base's storage (writing one output changes the
             # other); in inference graphs aot_autograd leaves that to the compiler.
-            returns.append(view.format(kernel_result(root, what)))
+            returns.append(view.format(kernel_result(root, what, viewed=True)))
         else:
             returns.append(kernel_result(out, what))
             output_results[position] = kernel_outputs.index(out)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import torch
 
@@ -58,16 +60,20 @@ def _shape_text(shape: list[int | str]) -> str:
     return "(" + "".join(f"{size}, " for size in shape).removesuffix(" ") + ")"
 
 
-def narrowed_values(module: ir.Module) -> frozenset[ir.Value]:
+def narrowed_values(module: ir.Module) -> dict[ir.Value, str]:
     """Values of `main` that the host program keeps in a narrower float type than their
-    IR type: the f32 results of gemms on half operands that start from zero or a row
-    bias (addmm's), and views of them, where every reader is a Triton kernel that first
-    rounds the value to the operands' type. cuBLAS's half gemm accumulates in f32 and
-    rounds the same way, so its half result is exact; the kernels widen it on load
-    (kernel_source). Other such gemms get an f32 result (`matmul_in_f32`)."""
-    narrowed = set()
-    for op in ir.ops_where(ir.function_named(module, "main"),
-                           lambda op: op.name == "tkern.library_call"):
+    IR type, each with the element type it is kept in, where every reader is a Triton
+    kernel that first rounds the value to that type (views of them too):
+    - the f32 results of gemms on half operands that start from zero or a row bias
+      (addmm's): cuBLAS's half gemm accumulates in f32 and rounds the same way, so its
+      half result is exact (other such gemms get an f32 result, `matmul_in_f32`);
+    - the f32 results of Triton kernels (a convolution's bias added in f32, read by a
+      concatenation that rounds it): the kernel stores them rounded (stores.py), half
+      the bytes, and its readers see the values they rounded to.
+    Kernels widen a narrowed value on load (kernel_source)."""
+    main = ir.function_named(module, "main")
+    narrowed = {}
+    for op in ir.ops_where(main, lambda op: op.name == "tkern.library_call"):
         contraction = op.regions[0].blocks[0].operations[0].operation
         if contraction.name in _ATEN_CONVOLUTIONS or \
                 element_name(contraction.operands[0]) == element_name(op.results[0]):
@@ -81,19 +87,41 @@ def narrowed_values(module: ir.Module) -> frozenset[ir.Value]:
             # f32 where a half tensor was expected (by the next gemm, say).
             continue
         half = ir.RankedTensorType(contraction.operands[0].type).element_type
-        closure, frontier, rounded_on_read = [], [op.results[0]], True
-        while frontier and rounded_on_read:
-            value = frontier.pop()
-            closure.append(value)
-            for use in value.uses:
-                user = _main_level_user(use)
-                if user.name in _VIEWS + ("tensor.cast", "tensor.extract_slice"):
-                    frontier.append(user.results[0])
-                elif not _rounds_on_read(use, half):
-                    rounded_on_read = False
-        if rounded_on_read:
-            narrowed.update(closure)
-    return frozenset(narrowed)
+        narrowed.update(dict.fromkeys(_rounded_on_read(op.results[0], half), str(half)))
+    with module.context:
+        halves = (ir.BF16Type.get(), ir.F16Type.get())
+    for op in ir.ops_where(main, _stores_its_results):
+        for result in op.results:
+            if element_name(result) != "f32" or _skipped_fill(result):
+                continue
+            for half in halves:
+                closure = _rounded_on_read(result, half)
+                narrowed.update(dict.fromkeys(closure, str(half)))
+                if closure:
+                    break
+    return narrowed
+
+
+def _stores_its_results(op: ir.Operation) -> bool:
+    """Whether `op` is a Triton kernel whose results stores.py writes (a scan writes
+    its own)."""
+    return is_kernel(op) and op.name not in ("tkern.library_call", "tm_tensor.scan")
+
+
+def _rounded_on_read(value: ir.Value, half: ir.Type) -> list[ir.Value]:
+    """`value` and its views, where every reader of them rounds to `half` first
+    (`_rounds_on_read`); else nothing."""
+    closure, frontier = [], [value]
+    while frontier:
+        value = frontier.pop()
+        closure.append(value)
+        for use in value.uses:
+            user = _main_level_user(use)
+            if user.name in _VIEWS + ("tensor.cast", "tensor.extract_slice"):
+                frontier.append(user.results[0])
+            elif not _rounds_on_read(use, half):
+                return []
+    return closure
 
 
 def _rounds_on_read(use, half: ir.Type) -> bool:
@@ -110,13 +138,18 @@ def _truncated_by_reader(use, half: ir.Type) -> bool:
     if generic is not None and generic.name == "tensor.extract_slice":
         slices = list(generic.results[0].uses)
         return bool(slices) and all(_truncated_by_reader(u, half) for u in slices)
+    if generic is not None and generic.name == "tensor.extract":  # a gather's element
+        return _only_rounded(generic.results[0], half)
     if generic is None or generic.name != "linalg.generic":
         return False
     inputs = len(generic.operands) - len(generic.results)
     if use.operand_number >= inputs:
         return False
-    argument = generic.regions[0].blocks[0].arguments[use.operand_number]
-    readers = [ir.operation_of(u.owner) for u in argument.uses]
+    return _only_rounded(generic.regions[0].blocks[0].arguments[use.operand_number], half)
+
+
+def _only_rounded(element: ir.Value, half: ir.Type) -> bool:
+    readers = [ir.operation_of(u.owner) for u in element.uses]
     return bool(readers) and all(r.name == "arith.truncf" and r.results[0].type == half
                                  for r in readers)
 
@@ -334,7 +367,7 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
 
 class _HostWriter:
     def __init__(self, main, kernels: dict[str, KernelSource],
-                 signature: GraphSignature, channels_last: frozenset, narrowed: frozenset):
+                 signature: GraphSignature, channels_last: frozenset, narrowed: Mapping):
         self.kernels = kernels
         self.channels_last = channels_last
         self.narrowed = narrowed
@@ -436,7 +469,10 @@ class _HostWriter:
         if op.name == "tkern.library_call":
             self.library_call(op)
         elif is_kernel(op):
-            rounded = self.rounding_only(op)
+            # A combo member is launched with its combo even where it only rounds a
+            # narrowed value: fuse-horizontally cannot know which kernel results
+            # are narrowed (a kernel's are), only that library calls' may be.
+            rounded = None if COMBO in op.attributes else self.rounding_only(op)
             launched = rounded is None and (not op.results or (
                 op.results[0] not in self.skipped_fills
                 and op.results[0] not in self.library_biases))
@@ -954,7 +990,7 @@ class _HostWriter:
 
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
              signature: GraphSignature, graph_name: str,
-             channels_last: frozenset = frozenset(), narrowed: frozenset = frozenset()) -> str:
+             channels_last: frozenset = frozenset(), narrowed: Mapping = MappingProxyType({})) -> str:
     """The host program of one graph: defines host(*graph_inputs) -> tuple of outputs.
     The `channels_last` values (layouts.py) are allocated so, convolution weights are
     channels-last (cuDNN's tensor-core kernels take NHWC), and where there are any,

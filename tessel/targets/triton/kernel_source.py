@@ -33,7 +33,9 @@ row loops and grids then use the parameter where a static kernel has a literal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from tessel import ir
 from tessel.passes.choose_gpu_blocks import template_programs
@@ -77,17 +79,21 @@ class KernelSource:
 
 
 def generate(kernel: ir.Operation, channels_last: bool = False,
-             narrowed: frozenset = frozenset(), member: bool = False) -> KernelSource:
+             narrowed: Mapping = MappingProxyType({}), member: bool = False) -> KernelSource:
     """The Triton source of `kernel` (form_kernels.is_kernel, with a `tessel.gpu` decision).
     With `channels_last`, pointwise kernels walk [N, C, H, W] and [N, C, L] spaces in
     NHWC (NLC) order: the host keeps their results channels-last (layouts.py). Inputs
     in `narrowed` are held in a narrower float type than their IR type
-    (host_program.narrowed_values) and are widened as they are loaded. A `member` of a
+    (host_program.narrowed_values) and are widened as they are loaded; its own results
+    in `narrowed` are stored in their narrower type. A `member` of a
     combo kernel (a pointwise kernel, fuse-horizontally) is a function that the combo
     kernel calls with its program's number (combo_kernel.py)."""
     decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
     writer = ReductionWriter(kernel_name(kernel), ir.DenseI64ArrayAttr(decision["block"])[0],
-                             narrowed=narrowed, member=member)
+                             narrowed=narrowed, member=member,
+                             narrowed_results={index: narrowed[result]
+                                               for index, result in enumerate(kernel.results)
+                                               if result in narrowed})
     num_warps = ir.IntegerAttr(decision["num_warps"]).value
     body = kernel_body(kernel)
     forall = next((op for op in body if op.name == "scf.forall"), None)

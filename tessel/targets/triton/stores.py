@@ -35,12 +35,14 @@ def store(writer: KernelWriter, value: ir.Value, offsets: list[Index], init: ir.
         else:
             raise UnsupportedKernel("tkern.yield", "a result not computed in the kernel")
     shape = sizes.shape(init)
-    writer.results.append(KernelResult(shape, element_name(init)))
+    # A result the host keeps narrower (host_program.narrowed_values) is stored rounded.
+    element = writer.narrowed_results.get(len(writer.results), element_name(init))
+    writer.results.append(KernelResult(shape, element))
     pointer = f"out{len(writer.results) - 1}"
     offset = address(strides(pointer, len(shape)), offsets, indices)
     mask = writer.access_mask(kind, mask)
-    if element_name(init) in HALF:
-        expression = f"{expression}.to({TRITON_DTYPES[element_name(init)]})"
+    if element in HALF:
+        expression = f"{expression}.to({TRITON_DTYPES[element]})"
     writer.emit(f"tl.store({pointer} + {text(offset)}, {expression}{mask})")
 
 

@@ -8,7 +8,7 @@ first; values of `main` that the host keeps narrower than their IR type
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from tessel import ir
 from tessel.passes.form_kernels import is_kernel, kernel_name
@@ -20,7 +20,7 @@ from tessel.targets.triton.prelude import PRELUDE
 from tessel.targets.triton.unsupported import UnsupportedKernel
 
 
-def generated_kernels(function: ir.Operation, channels_last: frozenset, narrowed: frozenset
+def generated_kernels(function: ir.Operation, channels_last: frozenset, narrowed: Mapping
                       ) -> Iterator[tuple[ir.Operation, KernelSource | UnsupportedKernel]]:
     """Each Triton kernel of `function` (library calls are aten's) with its source, or
     the UnsupportedKernel that refused it, in program order; `channels_last` and
@@ -50,7 +50,7 @@ def triton_source(module: ir.Module) -> str:
     comment naming what refused a kernel."""
     functions = ir.defined_functions(module.operation)
     has_main = any(ir.StringAttr(f.attributes["sym_name"]).value == "main" for f in functions)
-    narrowed = host_program.narrowed_values(module) if has_main else frozenset()
+    narrowed = host_program.narrowed_values(module) if has_main else {}
     parts = [PRELUDE]
     for function in functions:
         channels_last = layouts.channels_last_values(function)

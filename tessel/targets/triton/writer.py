@@ -13,7 +13,7 @@ that holds a tile of rows (row_tiles.py) holds a row as [ROWS, BLOCK] and a scal
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -98,7 +98,8 @@ class KernelWriter:
     results: list = field(default_factory=list)         # KernelResult per output buffer
     row_shape: list | None = None                       # the iteration space `r` covers
     channels_last: bool = False                         # flat images walked NHWC (NLC)
-    narrowed: frozenset = frozenset()                   # inputs held narrower than typed
+    narrowed: Mapping = field(default_factory=dict)     # inputs held narrower than typed
+    narrowed_results: dict = field(default_factory=dict)  # result index -> type stored in
     # A looped pass: the reductions it accumulates (two for an online softmax), each
     # one's (accumulator, initial value), and each running max (see online_softmax):
     # its result -> (lanes' max, lanes' max before this chunk), the sum it rescales.
