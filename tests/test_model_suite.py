@@ -71,6 +71,28 @@ def test_deberta_over_rows_longer_than_a_block_compiles_whole(monkeypatch, tmp_p
     assert_compiled()
 
 
+def test_debertas_transposed_position_scores_are_read_by_a_tile_of_rows(monkeypatch, tmp_path):
+    """DeBERTa's attention scores add p2c[bh, key, bucket(query - key)] over a query's
+    row of keys: a gather across memory along the row, so its kernel holds a tile of
+    consecutive queries (row_tiles.py); the forward still matches eager's."""
+    from conftest import assert_compiled
+
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    model = hf.build_model("hf_deberta_v2", tiny=True).eval()
+    ids = torch.randint(hf.SPECIAL_TOKENS, hf.TINY_VOCAB, (2, 16))
+    compiled = torch.compile(model, backend="mlir", options={
+        "target": "triton", "fallback": False, "dump_dir": str(tmp_path / "dump")})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids).logits, model(ids).logits)
+    assert_compiled()
+    kernels = next(tmp_path.glob("dump/*/*_triton_kernels.py")).read_text().split("@triton.jit")
+    tiles = [kernel for kernel in kernels if "tl.arange(0, BLOCK)[None, :]" in kernel]
+    # The softmax over keys, with the gathers' bounds checks.
+    assert tiles and all("tl.exp(" in kernel and "tl.device_assert(" in kernel
+                         for kernel in tiles)
+
+
 def test_generate_with_a_compiled_forward_picks_eagers_tokens():
     row = run_row("hf_llama", "mlir", kind="generate", tiny=True, warmup=1, repeats=0)
     assert row["status"] == "pass", row

@@ -76,6 +76,45 @@ def test_softmax_is_one_persistent_row_kernel(tmp_path):
     kernels, host = generated_files(tmp_path / "dump")
     assert "tl.reduce(" in kernels and "tl.sum(" in kernels
     assert "grid=(33,), block=256" in host
+    # Its rows lie along memory: one row per program, not a tile of rows (row_tiles.py).
+    assert "[:, None]" not in kernels and "keep_dims" not in kernels
+
+
+def _normalized_over_tokens(qkv):
+    """xcit's cross-covariance attention: q and k L2-normalized over the tokens of a
+    [B, N, 3, H, C] projection permuted to [3, B, H, C, N], k written transposed (q's
+    rows lie along memory, k's result across it)."""
+    q, k, _ = qkv.permute(2, 0, 3, 4, 1).unbind(0)
+    return F.normalize(q, dim=-1), F.normalize(k, dim=-1).transpose(-2, -1).contiguous()
+
+
+# Reductions whose rows lie across memory, with row counts that leave a partial tile.
+_ACROSS_MEMORY = {
+    "softmax_over_dim_1": (lambda x: torch.softmax(x, 1), (5, 37, 45), torch.float32, 1),
+    "sum_over_dim_2": (lambda x: x.sum(2), (3, 4, 29, 33), torch.bfloat16, 1),
+    "norm_over_tokens": (_normalized_over_tokens, (2, 37, 3, 2, 23), torch.bfloat16, 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ACROSS_MEMORY))
+def test_reductions_across_memory_hold_a_tile_of_rows_per_program(tmp_path, case):
+    """A row whose points lie apart in memory (the reduced dim is not the innermost one
+    of a tile it reads or writes): each program holds [ROWS, BLOCK], ROWS consecutive
+    along memory, reduces along axis 1 and masks the rows of its last, partial tile."""
+    fn, shape, dtype, tiled = _ACROSS_MEMORY[case]
+    x = torch.randn(shape, dtype=dtype)
+    actual, expected = compile_triton(fn, tmp_path / "dump")(x), fn(x)
+    for got, want in zip(*((actual, expected) if isinstance(actual, tuple) else
+                           ((actual,), (expected,)))):
+        torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    assert_compiled()
+    kernels, _ = generated_files(tmp_path / "dump")
+    tiles = [kernel for kernel in kernels.split("@triton.jit")
+             if "tl.arange(0, BLOCK)[None, :]" in kernel]
+    assert len(tiles) == tiled
+    for kernel in tiles:
+        assert "row_mask = row < " in kernel and "mask=mask" in kernel
+        assert "axis=1, keep_dims=True" in kernel and "axis=0" not in kernel
 
 
 def test_layer_norm_gelu_residual_one_program_per_row(tmp_path):
@@ -538,6 +577,18 @@ def test_generated_kernels_compile_to_ptx_for_sm90(tmp_path):
     compile_triton(lambda x, w: torch.softmax(x, -1) * w, tmp_path / "dump")(x, torch.randn(512))
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
     assert "ld.global" in _ptx_for_sm90(kernels_file, "main_kernel_0", "*fp32", {"BLOCK": 512})
+
+
+def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path):
+    """The interpreter takes shapes that Triton's compiler refuses: a kernel holding a
+    tile of rows (row_tiles.py) also compiles for a GPU."""
+    x = torch.randn(2, 196, 3, 4, 48, dtype=torch.bfloat16)
+    compile_triton(_normalized_over_tokens, tmp_path / "dump")(x)
+    kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
+    tiled = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?\[:, None\]",
+                       kernels_file.read_text(), re.DOTALL)
+    assert len(tiled) == 1
+    assert "st.global" in _ptx_for_sm90(kernels_file, tiled[0], "*bf16", {"BLOCK": 256})
 
 
 def test_gemm_template_compiles_to_tensor_core_ptx_for_sm90(tmp_path):

@@ -11,7 +11,8 @@ choose-gpu-blocks):
   no forall is one row.
 - row (row_kernel.py): an scf.forall with one program per row, whose body works on
   1 x row tiles: elementwise generics, reductions of the whole row to one value
-  (reductions.py), and a parallel_insert_slice per result.
+  (reductions.py), and a parallel_insert_slice per result. Where a tile lies across
+  memory, a program holds a tile of rows instead (row_tiles.py).
 - gemm template (gemm_template.py): a linalg.matmul with element-wise generics before
   (its initial accumulator) and after (its epilogue), on a 2-D tile with tl.dot.
 - scan (scan_kernel.py): tm_tensor.scan, a program per scanned row.
@@ -111,6 +112,8 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
                                 gemm=None if "forced" in decision else gemm)
         elif forall is not None:
             grid = row_kernel(writer, forall, body)
+            if writer.row_tile is not None:
+                num_warps = writer.row_tile.num_warps
         else:
             writer.channels_last = channels_last
             grid = pointwise_kernel(writer, body)

@@ -22,17 +22,20 @@ from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import LOOP_INDICES, KernelWriter, reduction_dims
 
 # Reduction combiners: (reduce call, identity by element kind, how to merge the init).
+# `{axis}` is the writer's lane_axis: a row's lanes, or each row's of a tile of rows.
 COMBINERS = {
-    "arith.addf": ("tl.sum({x}, axis=0)", "0", "{init} + {x}"),
-    "arith.addi": ("tl.sum({x}, axis=0)", "0", "{init} + {x}"),
-    "arith.mulf": ("tl.reduce({x}, 0, _product)", "1", "{init} * {x}"),
-    "arith.maximumf": ("tl.reduce({x}, 0, _maximum)", "float('-inf')", "_maximum({init}, {x})"),
-    "arith.minimumf": ("tl.reduce({x}, 0, _minimum)", "float('inf')", "_minimum({init}, {x})"),
-    "arith.maxnumf": ("tl.max({x}, axis=0)", "float('-inf')", "tl.maximum({init}, {x})"),
-    "arith.minnumf": ("tl.min({x}, axis=0)", "float('inf')", "tl.minimum({init}, {x})"),
+    "arith.addf": ("tl.sum({x}, {axis})", "0", "{init} + {x}"),
+    "arith.addi": ("tl.sum({x}, {axis})", "0", "{init} + {x}"),
+    "arith.mulf": ("tl.reduce({x}, combine_fn=_product, {axis})", "1", "{init} * {x}"),
+    "arith.maximumf": ("tl.reduce({x}, combine_fn=_maximum, {axis})", "float('-inf')",
+                       "_maximum({init}, {x})"),
+    "arith.minimumf": ("tl.reduce({x}, combine_fn=_minimum, {axis})", "float('inf')",
+                       "_minimum({init}, {x})"),
+    "arith.maxnumf": ("tl.max({x}, {axis})", "float('-inf')", "tl.maximum({init}, {x})"),
+    "arith.minnumf": ("tl.min({x}, {axis})", "float('inf')", "tl.minimum({init}, {x})"),
     # torch.all and torch.any (masks); all bits set is -1, or True for i1.
-    "arith.andi": ("tl.reduce({x}, 0, _bitwise_and)", "-1", "{init} & {x}"),
-    "arith.ori": ("tl.reduce({x}, 0, _bitwise_or)", "0", "{init} | {x}"),
+    "arith.andi": ("tl.reduce({x}, combine_fn=_bitwise_and, {axis})", "-1", "{init} & {x}"),
+    "arith.ori": ("tl.reduce({x}, combine_fn=_bitwise_or, {axis})", "0", "{init} | {x}"),
 }
 # Sums and products of f16/bf16 round at every step: they accumulate in f32, as eager's
 # reductions do (opmath), and round once. Max and min are exact in any type.
@@ -66,7 +69,7 @@ def _value_combiner(combiner: str, identity: str) -> tuple[str, str, str]:
     if combiner in COMBINERS:
         return COMBINERS[combiner]
     function = "max" if combiner == "arith.maxsi" else "min"
-    return (f"tl.{function}({{x}}, axis=0)", identity, f"tl.{function}imum({{init}}, {{x}})")
+    return (f"tl.{function}({{x}}, {{axis}})", identity, f"tl.{function}imum({{init}}, {{x}})")
 
 
 def _better(found: IndexReduction) -> str:
@@ -244,7 +247,8 @@ class ReductionWriter(KernelWriter):
         self.emit(f"{chosen} = tl.sum(tl.where({at} == {position}, {candidate}, 0), axis=0)")
         self.emit(f"{index} = tl.where({located} & ({row_best} {_better(found)} "
                   f"{as_value(value_init)}), {chosen}, {as_value(index_init)})")
-        self.emit(f"{value} = {merge.format(init=as_value(value_init), x=reduce_call.format(x=value_lanes))}")
+        reduced = reduce_call.format(x=value_lanes, axis=self.lane_axis())
+        self.emit(f"{value} = {merge.format(init=as_value(value_init), x=reduced)}")
         self.registers[op.results[found.value_result]] = (value, "scalar")
         self.registers[op.results[found.index_result]] = (index, "scalar")
 
@@ -259,7 +263,7 @@ class ReductionWriter(KernelWriter):
             return
         reduce_call, _, merge = COMBINERS[ir.combining_op(op).name]
         reduced = self.fresh()
-        self.emit(f"{reduced} = {reduce_call.format(x=row)}")
+        self.emit(f"{reduced} = {reduce_call.format(x=row, axis=self.lane_axis())}")
         n_inputs = len(op.operands) - 1
         init, _ = self.read(op.operands[n_inputs], ir.indexing_maps(op)[n_inputs],
                                     [ZERO] * len(loop_ranges(op)), "scalar")

@@ -25,6 +25,7 @@ from tessel.targets.triton.indexing import (
     text,
 )
 from tessel.targets.triton.reductions import ReductionWriter, row_reductions
+from tessel.targets.triton.row_tiles import row_tile
 from tessel.targets.triton.stores import store
 from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import Slice, rank
@@ -38,14 +39,7 @@ def row_kernel(writer: ReductionWriter, forall: ir.Operation,
     bounds = _row_bounds(writer, forall)
     block = forall.regions[0].blocks[0]
     n_ivs = len(bounds)
-    # One program per row, on a 1-D grid (its other axes stop at 65535 programs).
-    writer.emit("row = tl.program_id(0)")
-    row = symbol("row")
-    for axis, iv in enumerate(list(block.arguments)[:n_ivs]):
-        # The rows in row-major order; the first axis's index needs no modulo.
-        index = FloorDiv(row, points(bounds[axis + 1:]))
-        writer.program_ids[iv] = symbol(f"row{axis}")
-        writer.emit(f"row{axis} = {text(Modulo(index, bounds[axis]) if axis else index)}")
+    row_indices = list(block.arguments)[:n_ivs]
     shared = list(block.arguments)[n_ivs:]
     inits = list(forall.operands)[len(forall.operands) - len(shared):]
     destinations = dict(zip(shared, inits))
@@ -75,17 +69,53 @@ def row_kernel(writer: ReductionWriter, forall: ir.Operation,
     inserts.sort(key=lambda insert: position[insert.operands[1]])
     if [position[insert.operands[1]] for insert in inserts] != list(range(len(shared))):
         raise UnsupportedKernel("scf.forall", "a loop result written by no insert, or by two")
-    if not isinstance(size, int) or size > writer.block:
+    looped = not isinstance(size, int) or size > writer.block
+    if not looped:
+        writer.row_tile = row_tile(ops[:-1] + inserts, row_indices, bounds, writer.block,
+                                   row_reductions(tiles))
+    programs = _program_rows(writer, row_indices, bounds)
+    if looped:
         # A looped row: one pass over the row per reduction, each recomputing what
         # feeds it chunk by chunk, then a pass that computes and stores the outputs.
         reduction_passes(writer, ops[:-1], destinations, size, row_reductions(tiles))
         _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
-        return (points(bounds),)
-    writer.emit("r = tl.arange(0, BLOCK)")
-    writer.emit(f"mask = r < {text(size)}")
+        return (programs,)
+    if writer.row_tile is None:
+        writer.emit("r = tl.arange(0, BLOCK)")
+        writer.emit(f"mask = r < {text(size)}")
+    else:  # lanes along axis 1 of the tile, its rows along axis 0
+        writer.emit("r = tl.arange(0, BLOCK)[None, :]")
+        writer.emit(f"mask = (r < {text(size)}) & row_mask" if writer.partial_rows
+                    else f"mask = r < {text(size)}")
     _row_ops(writer, ops[:-1], destinations, None)
     _store_rows(writer, inserts, destinations)
-    return (points(bounds),)
+    return (programs,)
+
+
+def _program_rows(writer: ReductionWriter, row_indices: list[ir.Value], bounds: list) -> Extent:
+    """The row loop's indices of a program's row (or rows: a column of its tile of
+    rows, row_tiles.py), written into the kernel; returns the number of programs, on
+    a 1-D grid (its other axes stop at 65535 programs)."""
+    tile = writer.row_tile
+    rows = points(bounds)
+    order = tile.order if tile is not None else tuple(range(len(bounds)))
+    if tile is None:
+        writer.emit("row = tl.program_id(0)")
+    else:
+        writer.emit(f"row = tl.program_id(0) * {tile.rows} + tl.arange(0, {tile.rows})[:, None]")
+        if rows % tile.rows:
+            writer.partial_rows = True
+            writer.emit(f"row_mask = row < {rows}")
+    row = symbol("row")
+    for position, axis in enumerate(order):
+        # The rows in `order` (row-major, unless a tile of rows follows memory across
+        # them); the first axis's index needs no modulo.
+        index = FloorDiv(row, points([bounds[a] for a in order[position + 1:]]))
+        writer.program_ids[row_indices[axis]] = symbol(f"row{axis}")
+        writer.emit(f"row{axis} = {text(Modulo(index, bounds[axis]) if position else index)}")
+    if tile is None:
+        return rows
+    return -(-rows // tile.rows)
 
 
 def _row_bounds(writer: ReductionWriter, forall: ir.Operation) -> list[int | sympy.Symbol]:

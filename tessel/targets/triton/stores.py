@@ -40,7 +40,7 @@ def store(writer: KernelWriter, value: ir.Value, offsets: list[Index], init: ir.
     writer.results.append(KernelResult(shape, element))
     pointer = f"out{len(writer.results) - 1}"
     offset = address(strides(pointer, len(shape)), offsets, indices)
-    mask = f", mask={mask}" if kind == "row" else ""
+    mask = writer.access_mask(kind, mask)
     if element in HALF:
         expression = f"{expression}.to({TRITON_DTYPES[element]})"
     writer.emit(f"tl.store({pointer} + {text(offset)}, {expression}{mask})")

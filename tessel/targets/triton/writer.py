@@ -6,7 +6,9 @@ reader reads it off the lanes that hold it).
 
 Inside a kernel every value is a row (a [BLOCK] vector over the flattened iteration
 space `r`) or a per-program scalar; values are (expression, kind) pairs, kind "row",
-"scalar" or "literal:<element>" (a Python literal that Triton takes as is).
+"scalar" or "literal:<element>" (a Python literal that Triton takes as is). A program
+that holds a tile of rows (row_tiles.py) holds a row as [ROWS, BLOCK] and a scalar as
+[ROWS, 1], one per row, which broadcasts over the row's lanes.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from tessel.targets.triton.indexing import (
     walked,
 )
 from tessel.targets.triton.op_table import CASTS
+from tessel.targets.triton.row_tiles import RowTile
 from tessel.targets.triton.unsupported import UnsupportedKernel
 
 # In a body's `names`: the loop indices' expressions (per dim) and their kind; the
@@ -105,6 +108,10 @@ class KernelWriter:
     running: dict = field(default_factory=dict)
     running_maxima: dict = field(default_factory=dict)
     size_roots: list = field(default_factory=list)      # root per size parameter
+    # A row kernel's tile of rows per program (None: one row), and whether its last
+    # program's tile runs past the rows (per-row loads and stores then take `row_mask`).
+    row_tile: RowTile | None = None
+    partial_rows: bool = False
     # A gemm template's 2-D tile: its shape, each loop dim's indices, its block sizes.
     tile: str = "[BLOCK]"
     tile_indices: list | None = None
@@ -136,6 +143,18 @@ class KernelWriter:
     def program(self) -> str:
         """The number of this program: its launch's, or a combo member's parameter."""
         return "program" if self.member else "tl.program_id(0)"
+
+    def lane_axis(self) -> str:
+        """The arguments of a reduction across a row's lanes: of the [BLOCK] vector, or
+        of each row of a tile of rows, kept as a column that broadcasts over the tile."""
+        return "axis=0" if self.row_tile is None else "axis=1, keep_dims=True"
+
+    def access_mask(self, kind: str, lanes: str = "mask") -> str:
+        """The mask argument of a load or store of `kind`: a row's `lanes`, or for one
+        point per row, the rows of a tile that runs past them (else none)."""
+        if kind == "row":
+            return f", mask={lanes}"
+        return ", mask=row_mask" if self.partial_rows else ""
 
     # ----------------------------------------------------------------- sections
 
@@ -303,8 +322,8 @@ class KernelWriter:
         pointer = self.input_pointer(tile.base)
         offset = address(strides(pointer, len(point)), tile.offsets, point)
         kind = "row" if not all(map(is_position, point)) else "scalar"
-        load = self.held(f"tl.load({pointer} + {text(offset)}"
-                         + (", mask=mask)" if kind == "row" else ")"), tile.base)
+        load = self.held(f"tl.load({pointer} + {text(offset)}{self.access_mask(kind)})",
+                         tile.base)
         if load not in self.loads:  # one load per address, however many generics read it
             self.loads[load] = self.fresh()
             self.emit(f"{self.loads[load]} = {load}")
@@ -351,8 +370,12 @@ class KernelWriter:
                 continue
             if kind == "row" and value_kind == "scalar":
                 widened = self.fresh()
-                self.emit(f"{widened} = tl.full({self.tile}, {expression}, "
-                          f"{HELD_DTYPES[element_name(result)]})")
+                dtype = HELD_DTYPES[element_name(result)]
+                if self.row_tile is None:
+                    self.emit(f"{widened} = tl.full({self.tile}, {expression}, {dtype})")
+                else:  # a column of the tile's rows (tl.full takes one value)
+                    self.emit(f"{widened} = tl.broadcast_to(({expression}).to({dtype}), "
+                              f"[{self.row_tile.rows}, BLOCK])")
                 expression = widened
             self.registers[result] = (expression, kind)
             self.points[result] = through_map(maps[n_inputs], indices)
@@ -465,7 +488,7 @@ class KernelWriter:
         for condition, side in sorted(names.get(LOAD_GUARDS, {}).get(op, ()), key=str):
             expression, _ = self.written(condition, names)
             mask += f" & {expression}" if side else f" & ~({expression})"
-        load = f"tl.load({pointer} + {text(offset)}" + (f", mask={mask})" if kind == "row" else ")")
+        load = f"tl.load({pointer} + {text(offset)}{self.access_mask(kind, mask)})"
         variable = self.fresh()
         self.emit(f"{variable} = {self.held(load, op.operands[0])}")
         return variable, kind
