@@ -75,11 +75,12 @@ class KernelSource:
         self.function = self.function or self.name
 
 
-def generate(kernel: ir.Operation, channels_last: bool = False,
+def generate(kernel: ir.Operation, channels_last: frozenset = frozenset(),
              narrowed: frozenset = frozenset(), member: bool = False) -> KernelSource:
     """The Triton source of `kernel` (form_kernels.is_kernel, with a `tessel.gpu` decision).
-    With `channels_last`, pointwise kernels walk [N, C, H, W] and [N, C, L] spaces in
-    NHWC (NLC) order: the host keeps their results channels-last (layouts.py). Inputs
+    `channels_last` are the values of main that the host keeps channels-last
+    (layouts.py): a pointwise kernel with such a result walks [N, C, H, W] and [N, C, L]
+    spaces in NHWC (NLC) order, and reads such inputs as laid out so. Inputs
     in `narrowed` are held in a narrower float type than their IR type
     (host_program.narrowed_values) and are widened as they are loaded. A `member` of a
     combo kernel (a pointwise kernel, fuse-horizontally) is a function that the combo
@@ -106,8 +107,8 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
         elif forall is not None:
             grid = row_kernel(writer, forall, body)
         else:
-            writer.channels_last = channels_last
-            grid = pointwise_kernel(writer, body)
+            writer.channels_last = any(result in channels_last for result in kernel.results)
+            grid = pointwise_kernel(writer, body, channels_last)
     except sizes.UnknownSize as error:
         raise UnsupportedKernel(writer.name, str(error)) from error
     return KernelSource(writer.name, function_source(writer), writer.inputs, writer.results,
