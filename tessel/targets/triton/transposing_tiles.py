@@ -15,8 +15,8 @@ both are coalesced.
 The split is Inductor's choice of tiling (`candidate_tilings` in
 torch/_inductor/codegen/simd.py): the iteration space split after the stride-1 dim of
 a read; here the split that most reads of the row's every point ask for. A read's
-layout is the one the host gives it (host_program): row-major, or channels-last for
-the values layouts.py names.
+layout is the one the host gives it (host_program): a new buffer's, row-major or
+channels-last (layouts.py), or a view's of one.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from tessel import ir
-from tessel.targets.triton import layouts
+from tessel.targets.triton import layouts, strided_views
 from tessel.targets.triton.indexing import (
     Extent,
     FloorDiv,
@@ -150,13 +150,37 @@ def _transposed_reads(writer: KernelWriter, op: ir.Operation, computed: set[ir.V
 
 def _contiguous_dim(value: ir.Value, channels_last: frozenset[ir.Value]) -> int | None:
     """The dim of `value` (of size > 1) that is contiguous in memory, as the host lays
-    it out (host_program._strides): the last, or the channels of a channels-last image;
-    None where every dim has size 1."""
-    shape = ir.RankedTensorType(value.type).shape
-    order = range(len(shape) - 1, -1, -1)
-    if value in channels_last and len(shape) in layouts.RANKS:
-        order = (1, *range(len(shape) - 1, 1, -1), 0)
-    return next((d for d in order if shape[d] != 1), None)
+    it out; None where every dim has size 1."""
+    wide = [d for d, size in enumerate(ir.RankedTensorType(value.type).shape) if size != 1]
+    strides = _strides(value, channels_last)
+    return min(wide, key=lambda d: strides[d]) if wide else None
+
+
+def _strides(value: ir.Value, channels_last: frozenset[ir.Value]) -> tuple[int, ...]:
+    """The strides the host gives `value`: a view's (the host takes a reshape of a
+    buffer as a strided view of it where one exists: strided_views); a pad's, which
+    torch lays out as its source's memory format; else a buffer's (layouts.strides:
+    channels-last for the values layouts.py names). A graph input is taken as
+    contiguous. A dynamic size counts as 2: only the strides' order matters."""
+    shaped = ir.RankedTensorType(value.type)
+    shape = [2 if shaped.is_dynamic_dim(d) else size for d, size in enumerate(shaped.shape)]
+    owner = ir.operation_of(value.owner)
+    source = owner.operands[0] if owner is not None and owner.name in (
+        *layouts.VIEWS, "tensor.pad") else None
+    if source is not None and owner.name == "tensor.pad":
+        source_shape = list(ir.RankedTensorType(source.type).shape)
+        nhwc = tuple(layouts.strides(source_shape, True))
+        held = len(shape) == 4 and nhwc != tuple(layouts.strides(source_shape, False)) \
+            and _strides(source, channels_last) == nhwc
+        return tuple(layouts.strides(shape, held))
+    if source is not None and shaped.has_static_shape and \
+            ir.RankedTensorType(source.type).has_static_shape:
+        view = strided_views.viewed(
+            strided_views.Layout(tuple(ir.RankedTensorType(source.type).shape),
+                                 _strides(source, channels_last)), tuple(shape))
+        if view is not None:
+            return view.stride
+    return tuple(layouts.strides(shape, value in channels_last))
 
 
 def _tile_shape(y_extent: Extent, x_extent: Extent, block: int) -> tuple[int, int]:
