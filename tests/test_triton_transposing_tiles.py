@@ -85,6 +85,18 @@ def test_operands_broadcast_along_one_axis_of_a_tile(tmp_path):
     assert len(tiled(kernels)) == 1, kernels
 
 
+def test_tiled_kernels_launched_together_split_the_combo_s_programs(tmp_path):
+    def fn(x, y):
+        return x.transpose(1, 2) * 2, y.transpose(1, 2) * 3
+    x, y = torch.randn(2, 40, 24), torch.randn(2, 40, 24)
+    options = {"target": "triton", "fallback": False, "dump_dir": str(tmp_path)}
+    for got, want in zip(torch.compile(fn, backend="mlir", options=options)(x, y), fn(x, y)):
+        torch.testing.assert_close(got, want)
+    assert_compiled()
+    kernels = "\n".join(path.read_text() for path in tmp_path.glob("*/*_triton_kernels.py"))
+    assert "def main_combo_0(" in kernels and "ry = 32*(program // 2)" in kernels, kernels
+
+
 def test_dynamic_sizes_make_the_tile_count_a_function_of_the_size_parameters(tmp_path):
     def fn(x):
         return x.transpose(0, 1) * 2

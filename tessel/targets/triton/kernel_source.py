@@ -5,10 +5,11 @@ The pipeline leaves four shapes of kernel (see fuse-tiles, fuse-gemm-epilogues a
 choose-gpu-blocks):
 
 - pointwise (pointwise_kernel.py): linalg.generic ops over a whole tensor. Each program
-  computes BLOCK consecutive points of the row-major iteration space; every operand is
-  loaded through its indexing map and the strides the host passes, so broadcasts,
-  transposes and non-contiguous inputs need no copies. A kernel with a reduction but
-  no forall is one row.
+  computes BLOCK consecutive points of the row-major iteration space, or a 2-D tile of
+  it where an operand is contiguous along another dim than the results
+  (transposing_tiles.py); every operand is loaded through its indexing map and the
+  strides the host passes, so broadcasts, transposes and non-contiguous inputs need no
+  copies. A kernel with a reduction but no forall is one row.
 - row (row_kernel.py): an scf.forall with one program per row, whose body works on
   1 x row tiles: elementwise generics, reductions of the whole row to one value
   (reductions.py), and a parallel_insert_slice per result.

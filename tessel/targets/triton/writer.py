@@ -5,7 +5,8 @@ indexing map (recomputing an element-wise producer at its reader's points where 
 reader reads it off the lanes that hold it).
 
 Inside a kernel every value is a row (a [BLOCK] vector over the flattened iteration
-space `r`) or a per-program scalar; values are (expression, kind) pairs, kind "row",
+space `r`; a 2-D tile of it in a transposing pointwise kernel, transposing_tiles.py)
+or a per-program scalar; values are (expression, kind) pairs, kind "row",
 "scalar" or "literal:<element>" (a Python literal that Triton takes as is).
 """
 
