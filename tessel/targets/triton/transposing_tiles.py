@@ -169,8 +169,8 @@ def _strides(value: ir.Value, channels_last: frozenset[ir.Value]) -> tuple[int, 
         *layouts.VIEWS, "tensor.pad") else None
     if source is not None and owner.name == "tensor.pad":
         source_shape = list(ir.RankedTensorType(source.type).shape)
-        nhwc = tuple(layouts.strides(source_shape, True))
-        held = len(shape) == 4 and nhwc != tuple(layouts.strides(source_shape, False)) \
+        nhwc = tuple(layouts.strides(source_shape, True)) if len(shape) == 4 else None
+        held = nhwc is not None and nhwc != tuple(layouts.strides(source_shape, False)) \
             and _strides(source, channels_last) == nhwc
         return tuple(layouts.strides(shape, held))
     if source is not None and shaped.has_static_shape and \
