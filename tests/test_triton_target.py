@@ -554,7 +554,10 @@ kernel = getattr(module, name)
 # A kernel of static sizes takes its strides as constants (any will do for the PTX).
 constexprs = {**{arg: 1 for arg in kernel.arg_names if "_stride" in arg}, **constexprs}
 signature = {name: "constexpr" if name in constexprs else pointer for name in kernel.arg_names}
-compiled = compile(ASTSource(kernel, signature, constexprs=constexprs),
+# Pointers 16-byte aligned, as the JIT specializes the caching allocator's buffers.
+aligned = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
+           if signature[name] != "constexpr"}
+compiled = compile(ASTSource(kernel, signature, constexprs=constexprs, attrs=aligned),
                    target=GPUTarget("cuda", 90, 32))
 print(compiled.asm["ptx"])
 """
@@ -585,7 +588,8 @@ def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path):
     x = torch.randn(2, 196, 3, 4, 48, dtype=torch.bfloat16)
     compile_triton(_normalized_over_tokens, tmp_path / "dump")(x)
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    tiled = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?\[:, None\]",
+    tiled = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?"
+                       r"row = tl.program_id\(0\) \* \d+ \+ tl.arange\(0, \d+\)\[:, None\]",
                        kernels_file.read_text(), re.DOTALL)
     assert len(tiled) == 1
     assert "st.global" in _ptx_for_sm90(kernels_file, tiled[0], "*bf16", {"BLOCK": 256})
@@ -601,6 +605,23 @@ def test_gemm_template_compiles_to_tensor_core_ptx_for_sm90(tmp_path):
     ptx = _ptx_for_sm90(kernels_file, name, "*fp16",
                         {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
     assert "mma" in ptx  # tensor-core instructions: wgmma (or mma.sync)
+
+
+def test_a_transposing_kernel_loads_vectors_along_its_input_in_ptx_for_sm90(tmp_path):
+    """XCiT's q, k, v permute walks 2-D tiles (transposing_tiles): with the strides a
+    launch compiles in, each thread loads one 16-byte vector along the input's
+    contiguous dim, and the values go through shared memory to the stores along the
+    result's. Walked 1-D, each thread loaded eight 2-byte scalars, lanes 576
+    elements apart at XCiT's sizes."""
+    x = torch.randn(4, 13, 3, 2, 24, dtype=torch.bfloat16)
+    compile_triton(lambda x: x.permute(2, 0, 3, 4, 1) * 2, tmp_path / "dump")(x)
+    kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
+    name = re.search(r"def (main_kernel_\d+)\(.*\n    ry = ", kernels_file.read_text()).group(1)
+    result = torch.empty(3, 4, 2, 24, 13)
+    strides = {f"{pointer}_stride{d}": stride for pointer, tensor in (("in0", x), ("out0", result))
+               for d, stride in enumerate(tensor.stride())}
+    ptx = _ptx_for_sm90(kernels_file, name, "*bf16", {**strides, "BLOCK": 1024})
+    assert "ld.global.v4.b32" in ptx and ".shared" in ptx, ptx
 
 
 def _foreach_adam(parameters):

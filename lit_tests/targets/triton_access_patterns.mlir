@@ -65,10 +65,17 @@ module {
 
 // -----
 
-// x.transpose(1, 2) * 2 + y: the transposed operand is read through its strides, the
-// output's fastest index on the input's dim 1; no copy.
+// x.transpose(1, 2) * 2 + y: the transposed operand is read through its strides, no
+// copy. It is contiguous along the kernel's dim 1, the result along dim 2: the kernel
+// walks 2-D tiles (transposing_tiles), whose rows step along the one and columns along
+// the other, so that both are coalesced.
 // CHECK-LABEL: def main_kernel_0(
-// CHECK:         tl.load(in0 + in0_stride0*((r // 128) % 2) + in0_stride1*(r % 8) + in0_stride2*((r // 8) % 16), mask=mask)
+// CHECK-NEXT:    ry = 32*tl.program_id(0) + tl.arange(0, 32)
+// CHECK-NEXT:    rx = tl.arange(0, 8)
+// CHECK-NEXT:    mask = (ry[:, None] < 32) & (rx[None, :] < 8)
+// CHECK-NEXT:    tl.load(in0 + in0_stride0*(ry[:, None] // 16) + in0_stride1*rx[None, :] + in0_stride2*(ry[:, None] % 16), mask=mask)
+// CHECK-NEXT:    tl.load(in1 + in1_stride0*(ry[:, None] // 16) + in1_stride1*(ry[:, None] % 16) + in1_stride2*rx[None, :], mask=mask)
+// CHECK:         tl.store(out0 + out0_stride0*(ry[:, None] // 16) + out0_stride1*(ry[:, None] % 16) + out0_stride2*rx[None, :], {{v[0-9]+}}, mask=mask)
 // CHECK-NOT:     def main_kernel_1(
 
 #map = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
@@ -88,6 +95,49 @@ module {
       linalg.yield %3 : f32
     } -> tensor<2x16x8xf32>
     return %2 : tensor<2x16x8xf32>
+  }
+}
+
+// -----
+
+// XCiT's q, k, v permute, [B, N, 3, H, D] -> [3, B, H, D, N] in bf16: a 32 x 32 tile's
+// columns walk N (the result's contiguous dim), its rows D (the input's) and the dims
+// outside it; 7 tiles across N, 576 down.
+// CHECK-LABEL: def main_kernel_0(
+// CHECK-NEXT:    ry = 32*(tl.program_id(0) // 7) + tl.arange(0, 32)
+// CHECK-NEXT:    rx = 32*(tl.program_id(0) % 7) + tl.arange(0, 32)
+// CHECK-NEXT:    mask = (ry[:, None] < 18432) & (rx[None, :] < 196)
+// CHECK-NEXT:    tl.load(in0 + in0_stride0*((ry[:, None] // 192) % 32) + in0_stride1*rx[None, :] + in0_stride2*(ry[:, None] // 6144) + in0_stride3*((ry[:, None] // 48) % 4) + in0_stride4*(ry[:, None] % 48), mask=mask)
+// CHECK-NEXT:    tl.store(out0 + {{.*}} + out0_stride4*rx[None, :], {{.*}}, mask=mask)
+
+module {
+  func.func @main(%arg0: tensor<32x196x3x4x48xbf16>) -> tensor<3x32x4x48x196xbf16> attributes {llvm.emit_c_interface} {
+    %0 = tensor.empty() : tensor<3x32x4x48x196xbf16>
+    %transposed = linalg.transpose ins(%arg0 : tensor<32x196x3x4x48xbf16>) outs(%0 : tensor<3x32x4x48x196xbf16>) permutation = [2, 0, 3, 4, 1]
+    return %transposed : tensor<3x32x4x48x196xbf16>
+  }
+}
+
+// -----
+
+// negative: a per-channel scale of NCHW, x * s with s of [2, 6, 1, 1], is contiguous
+// along the channels, but read once per channel: the kernel stays 1-D, its stores and
+// its full-size read coalesced.
+// CHECK-LABEL: def main_kernel_0(
+// CHECK-NEXT:    r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+// CHECK-NOT:     ry =
+
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
+module {
+  func.func @main(%arg0: tensor<2x6x5x7xf32>, %arg1: tensor<2x6x1x1xf32>) -> tensor<2x6x5x7xf32> attributes {llvm.emit_c_interface} {
+    %0 = tensor.empty() : tensor<2x6x5x7xf32>
+    %1 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %arg1 : tensor<2x6x5x7xf32>, tensor<2x6x1x1xf32>) outs(%0 : tensor<2x6x5x7xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %2 = arith.mulf %in, %in_0 : f32
+      linalg.yield %2 : f32
+    } -> tensor<2x6x5x7xf32>
+    return %1 : tensor<2x6x5x7xf32>
   }
 }
 

@@ -27,7 +27,7 @@ from tessel.passes.fuse_horizontally import (
 )
 from tessel.passes.write_inputs_in_place import in_place_results
 from tessel.signature import GraphSignature, TensorInput
-from tessel.targets.triton import cuda_graph_trees, sizes, strided_views
+from tessel.targets.triton import cuda_graph_trees, layouts, sizes, strided_views
 from tessel.targets.triton.dtypes import TORCH_DTYPES, element_name, scalar_literal
 from tessel.targets.triton.host_records import (
     Allocate,
@@ -48,7 +48,6 @@ from tessel.targets.triton.writer import fill_constant
 # Convolutions the host passes to one aten convolution as they are (image, weight,
 # padding, bias); the grouped one needs its image and weight reshaped first.
 _ATEN_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION)
-_VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 # Integer arithmetic on sizes at the host level, as Python (torch-mlir's view lowering
 # infers a -1 size with it); divsi truncates toward zero, as Python's // does not.
 _SIZE_ARITHMETIC = {"arith.addi": "({} + {})", "arith.subi": "({} - {})",
@@ -122,7 +121,7 @@ def _rounded_on_read(value: ir.Value, half: ir.Type) -> list[ir.Value]:
         closure.append(value)
         for use in value.uses:
             user = _main_level_user(use)
-            if user.name in _VIEWS + ("tensor.cast", "tensor.extract_slice"):
+            if user.name in layouts.VIEWS + ("tensor.cast", "tensor.extract_slice"):
                 frontier.append(user.results[0])
             elif not _rounds_on_read(use, half):
                 return []
@@ -237,18 +236,6 @@ def _affine_python(expr, operands: list[str], n_dims: int) -> str:
             return (f"({_affine_python(expr.lhs, operands, n_dims)} {operator} "
                     f"{_affine_python(expr.rhs, operands, n_dims)})")
     raise UnsupportedKernel("affine.apply", f"the expression {expr}")
-
-
-def _strides(shape: list[int], channels_last: bool) -> list[int]:
-    """Contiguous strides of `shape`, or channels-last ones (dim 1 innermost: NHWC for
-    NCHW, NLC for NCL)."""
-    order = [0, *range(2, len(shape)), 1] if channels_last else list(range(len(shape)))
-    strides = [0] * len(shape)
-    step = 1
-    for dim in reversed(order):
-        strides[dim] = step
-        step *= max(shape[dim], 1)
-    return strides
 
 
 def _concat_chains(ops: list[ir.Operation]) -> dict[ir.Value, list[ir.Operation]]:
@@ -492,7 +479,7 @@ class _HostWriter:
                 self.taken_as[op.results[0]] = rounded
             elif launched:
                 self.launch(op)
-        elif op.name in _VIEWS:
+        elif op.name in layouts.VIEWS:
             with self.reading() as reads:
                 shape = self.shape_of(op.results[0])
                 source = self.name_of(op.operands[0])
@@ -567,7 +554,7 @@ class _HostWriter:
         self.records.append(Allocate(name, expression))
         self.names[value] = name
         self.layouts[name] = strided_views.Layout(
-            tuple(shape), tuple(_strides(shape, value in self.channels_last)))
+            tuple(shape), tuple(layouts.strides(shape, value in self.channels_last)))
         return name
 
     def input_as_buffer(self, value: ir.Value, shape: list[int], element: str,
@@ -578,7 +565,7 @@ class _HostWriter:
         buffer by default). The host returns the input itself as the new value, which
         is then not copied."""
         source = self.in_place[value]
-        strides = _shape_text(_strides(shape, value in self.channels_last))
+        strides = _shape_text(layouts.strides(shape, value in self.channels_last))
         otherwise = otherwise or self.empty(value, shape, element)
         name = self.bind(value, f"{source} if {source}.stride() == {strides} else {otherwise}",
                          [source], fresh=False)
@@ -607,7 +594,7 @@ class _HostWriter:
                 len(shape) == 4 else ""
             return (f"torch.empty({_shape_text(shape)}, dtype={TORCH_DTYPES[element]}, "
                     f"device=device{layout})")
-        strides = _strides(shape, channels_last)
+        strides = layouts.strides(shape, channels_last)
         return (f"empty_strided({_shape_text(shape)}, {_shape_text(strides)}, "
                 f"{TORCH_DTYPES[element]})")
 

@@ -5,10 +5,11 @@ The pipeline leaves four shapes of kernel (see fuse-tiles, fuse-gemm-epilogues a
 choose-gpu-blocks):
 
 - pointwise (pointwise_kernel.py): linalg.generic ops over a whole tensor. Each program
-  computes BLOCK consecutive points of the row-major iteration space; every operand is
-  loaded through its indexing map and the strides the host passes, so broadcasts,
-  transposes and non-contiguous inputs need no copies. A kernel with a reduction but
-  no forall is one row.
+  computes BLOCK consecutive points of the row-major iteration space, or a 2-D tile of
+  it where an operand is contiguous along another dim than the results
+  (transposing_tiles.py); every operand is loaded through its indexing map and the
+  strides the host passes, so broadcasts, transposes and non-contiguous inputs need no
+  copies. A kernel with a reduction but no forall is one row.
 - row (row_kernel.py): an scf.forall with one program per row, whose body works on
   1 x row tiles: elementwise generics, reductions of the whole row to one value
   (reductions.py), and a parallel_insert_slice per result. Where a tile lies across
@@ -78,11 +79,12 @@ class KernelSource:
         self.function = self.function or self.name
 
 
-def generate(kernel: ir.Operation, channels_last: bool = False,
+def generate(kernel: ir.Operation, channels_last: frozenset = frozenset(),
              narrowed: Mapping = MappingProxyType({}), member: bool = False) -> KernelSource:
     """The Triton source of `kernel` (form_kernels.is_kernel, with a `tessel.gpu` decision).
-    With `channels_last`, pointwise kernels walk [N, C, H, W] and [N, C, L] spaces in
-    NHWC (NLC) order: the host keeps their results channels-last (layouts.py). Inputs
+    `channels_last` are the values of main that the host keeps channels-last
+    (layouts.py): a pointwise kernel with such a result walks [N, C, H, W] and [N, C, L]
+    spaces in NHWC (NLC) order, and reads such inputs as laid out so. Inputs
     in `narrowed` are held in a narrower float type than their IR type
     (host_program.narrowed_values) and are widened as they are loaded; its own results
     in `narrowed` are stored in their narrower type. A `member` of a
@@ -115,8 +117,8 @@ def generate(kernel: ir.Operation, channels_last: bool = False,
             if writer.row_tile is not None:
                 num_warps = writer.row_tile.num_warps
         else:
-            writer.channels_last = channels_last
-            grid = pointwise_kernel(writer, body)
+            writer.channels_last = any(result in channels_last for result in kernel.results)
+            grid = pointwise_kernel(writer, body, channels_last)
     except sizes.UnknownSize as error:
         raise UnsupportedKernel(writer.name, str(error)) from error
     return KernelSource(writer.name, function_source(writer), writer.inputs, writer.results,

@@ -20,8 +20,20 @@ from __future__ import annotations
 from tessel import ir
 from tessel.passes.contractions import NAMED_CONVOLUTIONS
 
-_VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
+VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 RANKS = (3, 4)  # [N, C, L] and [N, C, H, W]
+
+
+def strides(shape: list[int], channels_last: bool) -> list[int]:
+    """Contiguous strides of `shape`, or channels-last ones (dim 1 innermost: NHWC for
+    NCHW, NLC for NCL): those of a buffer the host allocates."""
+    order = [0, *range(2, len(shape)), 1] if channels_last else list(range(len(shape)))
+    found = [0] * len(shape)
+    step = 1
+    for dim in reversed(order):
+        found[dim] = step
+        step *= max(shape[dim], 1)
+    return found
 
 
 def _image(value: ir.Value) -> bool:
@@ -45,7 +57,7 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
                 if owner is not None and owner.name == "tensor.pad":
                     held.add(owner.operands[0])
                 held.update(v for v in (image, accumulator, *op.results) if _image(v))
-        elif op.name in _VIEWS:
+        elif op.name in VIEWS:
             source, view = op.operands[0], op.results[0]
             if source in held and _image(view) and \
                     list(view.type.shape[:2]) == list(source.type.shape[:2]):
@@ -64,7 +76,7 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
     for op in reversed(ops):
         # A kernel's result that a view makes into an image (a 1-D convolution's bias as
         # [N, C, 1, L]) is one too.
-        if op.name in _VIEWS and op.results[0] in held and _image(op.operands[0]) and \
+        if op.name in VIEWS and op.results[0] in held and _image(op.operands[0]) and \
                 list(op.operands[0].type.shape[:2]) == list(op.results[0].type.shape[:2]):
             held.add(op.operands[0])
         # So is an image a kernel computes only for kernels (or concatenations) whose

@@ -1,6 +1,7 @@
 """Pointwise kernels: linalg.generic ops over a whole tensor, each program computing
 BLOCK consecutive points of the row-major iteration space (NHWC order for channels-last
-images); or a reduction of the whole tensor, in one program.
+images), or a 2-D tile of them where an operand is contiguous along another dim than
+the results (transposing_tiles.py); or a reduction of the whole tensor, in one program.
 """
 
 from __future__ import annotations
@@ -11,10 +12,15 @@ from tessel.targets.triton.indexing import FloorDiv, points, text
 from tessel.targets.triton.reductions import ReductionWriter, row_reductions
 from tessel.targets.triton.row_kernel import reduction_passes
 from tessel.targets.triton.stores import store_results
+from tessel.targets.triton.transposing_tiles import transposing_tile
 from tessel.targets.triton.unsupported import UnsupportedKernel
 
 
-def pointwise_kernel(writer: ReductionWriter, body: list[ir.Operation]) -> tuple[int | str, ...]:
+def pointwise_kernel(writer: ReductionWriter, body: list[ir.Operation],
+                     channels_last: frozenset[ir.Value] = frozenset()) -> tuple[int | str, ...]:
+    """The kernel's lines; its grid. A kernel whose operands are contiguous along
+    another dim than its results walks 2-D tiles (transposing_tiles); `channels_last`
+    are the values of main the host lays out so (layouts.py)."""
     if body[-1].name == "tkern.yield":
         ops, results = body[:-1], list(body[-1].operands)
     else:  # a generic left unwrapped (results of several types, e.g. nll_loss's
@@ -36,12 +42,17 @@ def pointwise_kernel(writer: ReductionWriter, body: list[ir.Operation]) -> tuple
         if size > writer.block:
             return _looped_whole_reduction(writer, generics, whole, results, size)
         writer.emit("r = tl.arange(0, BLOCK)")
+        writer.emit(f"mask = r < {text(size)}")
         grid = (1,)
     else:
-        writer.emit(f"r = {writer.program()} * BLOCK + tl.arange(0, BLOCK)")
-        grid = (-(-size // writer.block) if isinstance(size, int)
-                else text(FloorDiv(size + writer.block - 1, writer.block)),)
-    writer.emit(f"mask = r < {text(size)}")
+        writer.transposing = transposing_tile(writer, generics, results, channels_last)
+        if writer.transposing is not None:
+            grid = (writer.transposing.start(writer),)
+        else:
+            writer.emit(f"r = {writer.program()} * BLOCK + tl.arange(0, BLOCK)")
+            writer.emit(f"mask = r < {text(size)}")
+            grid = (-(-size // writer.block) if isinstance(size, int)
+                    else text(FloorDiv(size + writer.block - 1, writer.block)),)
     for op in generics:
         writer.generic(op)
     store_results(writer, results)

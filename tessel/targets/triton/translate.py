@@ -30,7 +30,7 @@ def generated_kernels(function: ir.Operation, channels_last: frozenset, narrowed
             continue
         try:
             yield kernel, kernel_source.generate(
-                kernel, any(r in channels_last for r in kernel.results), narrowed,
+                kernel, channels_last, narrowed,
                 member=COMBO in kernel.attributes)
         except UnsupportedKernel as error:
             yield kernel, error

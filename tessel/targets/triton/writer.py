@@ -5,7 +5,8 @@ indexing map (recomputing an element-wise producer at its reader's points where 
 reader reads it off the lanes that hold it).
 
 Inside a kernel every value is a row (a [BLOCK] vector over the flattened iteration
-space `r`) or a per-program scalar; values are (expression, kind) pairs, kind "row",
+space `r`; a 2-D tile of it in a transposing pointwise kernel, transposing_tiles.py)
+or a per-program scalar; values are (expression, kind) pairs, kind "row",
 "scalar" or "literal:<element>" (a Python literal that Triton takes as is). A program
 that holds a tile of rows (row_tiles.py) holds a row as [ROWS, BLOCK] and a scalar as
 [ROWS, 1], one per row, which broadcasts over the row's lanes.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import sympy
 
@@ -49,6 +51,9 @@ from tessel.targets.triton.indexing import (
 from tessel.targets.triton.op_table import CASTS
 from tessel.targets.triton.row_tiles import RowTile
 from tessel.targets.triton.unsupported import UnsupportedKernel
+
+if TYPE_CHECKING:  # transposing_tiles reads kernels through a writer
+    from tessel.targets.triton.transposing_tiles import TransposingTile
 
 # In a body's `names`: the loop indices' expressions (per dim) and their kind; the
 # body's ops; the guards of its loads (branch_guards).
@@ -98,6 +103,9 @@ class KernelWriter:
     results: list = field(default_factory=list)         # KernelResult per output buffer
     row_shape: list | None = None                       # the iteration space `r` covers
     channels_last: bool = False                         # flat images walked NHWC (NLC)
+    # A pointwise kernel's 2-D tile (transposing_tiles.TransposingTile), whose axes walk
+    # the row's dims in two groups; None: `r` walks them all.
+    transposing: TransposingTile | None = None
     narrowed: Mapping = field(default_factory=dict)     # inputs held narrower than typed
     narrowed_results: dict = field(default_factory=dict)  # result index -> type stored in
     # A looped pass: the reductions it accumulates (two for an online softmax), each
@@ -236,15 +244,19 @@ class KernelWriter:
         if not self.spans_row(domain):
             raise UnsupportedKernel("linalg.generic", f"iteration space {domain} differs "
                                     f"from the kernel's {self.row_shape}")
-        # `r` walks the dims of size > 1 (every generic of the kernel whose iteration
-        # space is the row's maps `r` to the same point), the last fastest.
-        fastest_first = [d for d in reversed(range(len(domain))) if domain[d] != 1]
+        if self.transposing is not None:
+            return self.transposing.indices(domain, self.walk_order(domain)), "row"
+        return walked(domain, self.walk_order(domain)), "row"
+
+    def walk_order(self, domain: list[int | sympy.Symbol]) -> list[int]:
+        """The dims of size > 1 of a domain that spans the row, in the order `r` walks
+        them, fastest first (every generic of the kernel whose iteration space is the
+        row's maps `r` to the same point): the last fastest."""
         if self.channels_last and len(domain) in layouts.RANKS:
             # NCHW walked as NHWC (NCL as NLC): consecutive lanes step through channels,
             # the order of channels-last buffers in memory (coalesced loads and stores).
-            fastest_first = [d for d in (1, *range(len(domain) - 1, 1, -1), 0)
-                             if domain[d] != 1]
-        return walked(domain, fastest_first), "row"
+            return [d for d in (1, *range(len(domain) - 1, 1, -1), 0) if domain[d] != 1]
+        return [d for d in reversed(range(len(domain))) if domain[d] != 1]
 
     def walk_alone(self, extent: list[int | sympy.Symbol]) -> tuple[list[Index], str]:
         """Indices that walk a tensor of `extent`, off the row, with the row's first
