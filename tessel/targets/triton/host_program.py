@@ -20,7 +20,7 @@ from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
 from tessel.passes.fuse_horizontally import COMBO, combo_members
 from tessel.passes.write_inputs_in_place import in_place_results
 from tessel.signature import GraphSignature, TensorInput
-from tessel.targets.triton import cuda_graph_trees, sizes, strided_views
+from tessel.targets.triton import cuda_graph_trees, layouts, sizes, strided_views
 from tessel.targets.triton.dtypes import TORCH_DTYPES, element_name, scalar_literal
 from tessel.targets.triton.host_records import (
     Allocate,
@@ -41,6 +41,7 @@ from tessel.targets.triton.writer import fill_constant
 # Convolutions the host passes to one aten convolution as they are (image, weight,
 # padding, bias); the grouped one needs its image and weight reshaped first.
 _ATEN_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION)
+GROUPED_CONVOLUTION = "linalg.conv_2d_ngchw_gfchw"
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 # Integer arithmetic on sizes at the host level, as Python (torch-mlir's view lowering
 # infers a -1 size with it); divsi truncates toward zero, as Python's // does not.
@@ -202,9 +203,9 @@ def _affine_python(expr, operands: list[str], n_dims: int) -> str:
 
 
 def _strides(shape: list[int], channels_last: bool) -> list[int]:
-    """Contiguous strides of `shape`, or channels-last ones (dim 1 innermost: NHWC for
-    NCHW, NLC for NCL)."""
-    order = [0, *range(2, len(shape)), 1] if channels_last else list(range(len(shape)))
+    """Contiguous strides of `shape`, or channels-last ones (layouts.memory_order: NHWC
+    for NCHW, NLC for NCL, NHWGC for a grouped NGCHW)."""
+    order = layouts.memory_order(len(shape)) if channels_last else list(range(len(shape)))
     strides = [0] * len(shape)
     step = 1
     for dim in reversed(order):
@@ -317,19 +318,19 @@ def _pad_value(pad: ir.Operation) -> str | None:
 
 
 def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
-    """(height, width) padding when `pad` pads only the spatial dims of an NCHW image,
-    evenly, with zeros, for convolutions alone; else None."""
+    """(height, width) padding when `pad` pads only the spatial dims of an NCHW image
+    (or a grouped NGCHW one), evenly, with zeros, for convolutions alone; else None."""
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    if len(pad.operands) != 1 or len(low) != 4 or low != high or low[:2] != [0, 0] or \
-            _pad_value(pad) not in ("0.0", "0"):
+    if len(pad.operands) != 1 or len(low) not in (4, 5) or low != high or \
+            any(low[:-2]) or _pad_value(pad) not in ("0.0", "0"):
         return None
+    convolutions = _ATEN_CONVOLUTIONS if len(low) == 4 else (GROUPED_CONVOLUTION,)
     for use in pad.results[0].uses:
         user = ir.operation_of(use.owner)
-        if user is None or use.operand_number != 0 or \
-                user.name not in _ATEN_CONVOLUTIONS:
+        if user is None or use.operand_number != 0 or user.name not in convolutions:
             return None
-    return low[2], low[3]
+    return low[-2], low[-1]
 
 
 class _HostWriter:
@@ -387,6 +388,9 @@ class _HostWriter:
                 bias = _row_bias(init)
                 if bias is not None:
                     self.library_biases[init] = bias
+        # Views of weights a kernel computes, taken channels-last (layouts.py).
+        self.weight_views = layouts.channels_last_weight_views(main) if channels_last \
+            else frozenset()
         self.concat_chains = _concat_chains(self.ops)
         self.chain_buffers: dict[ir.Value, str] = {}
         # Kernel results the host takes as another value (rounding_only): their buffer
@@ -450,6 +454,8 @@ class _HostWriter:
                 self.taken_as[op.results[0]] = rounded
             elif launched:
                 self.launch(op)
+        elif op in self.weight_views:
+            self.weight_view(op)
         elif op.name in _VIEWS:
             with self.reading() as reads:
                 shape = self.shape_of(op.results[0])
@@ -490,6 +496,45 @@ class _HostWriter:
             self.size_arithmetic(op)
         else:
             raise UnsupportedKernel(op.name, "at the host level of the Triton target")
+
+    def weight_view(self, op: ir.Operation) -> None:
+        """A view between a kernel's rows [O, I * KH * KW] and a weight [O..., I, KH, KW]
+        (layouts.channels_last_weight_views), with the rows in (KH, KW, I) order: an
+        input weight converted channels-last (once per version), then its rows; or a
+        kernel's rows as a channels-last weight."""
+        source, result = op.operands[0], op.results[0]
+        if op.name == "tensor.collapse_shape":
+            weight = self.name_of(source)
+            shape = tuple(result.type.shape)
+            name = self.bind(result, f"reinterpret(channels_last_weight({weight}, capturing), "
+                                     f"{shape}, {strided_views.contiguous(shape).stride}, 0)",
+                             [weight], fresh=False)
+            self.viewed_input[name] = self.viewed_input.get(weight, weight)
+            self.layouts[name] = strided_views.contiguous(shape)
+            return
+        rows = self.name_of(source)
+        outer, inner = sizes.reassociation(op)
+        shape = list(result.type.shape)
+        order = [*outer, *inner[1:], inner[0]]
+        stride, step = [0] * len(shape), 1
+        for dim in reversed(order):
+            stride[dim], step = step, step * shape[dim]
+        layout = strided_views.Layout(tuple(shape), tuple(stride), self.layouts[rows].offset)
+        self.view(result, source, f"{rows}.reshape({_shape_text(shape)})", [rows], layout)
+
+    def conv_weight(self, weight: ir.Value, shape: tuple[int, ...]) -> str:
+        """`weight` as aten's weight of `shape`, channels-last where images are:
+        converted (once per version) unless the host laid it out so."""
+        name = self.name_of(weight)
+        layout = self.layouts.get(name)
+        view = name
+        if tuple(weight.type.shape) != shape:
+            view = self.image_view(name, shape)
+            layout = layout and strided_views.viewed(layout, shape)
+        if not self.channels_last or (layout is not None and layout.guard is None and
+                                      layout.stride == tuple(_strides(list(shape), True))):
+            return view
+        return f"channels_last_weight({view}, capturing)"
 
     def rounding_only(self, op: ir.Operation) -> ir.Value | None:
         """The value a kernel only rounds to a half type, element for element, when the
@@ -715,7 +760,7 @@ class _HostWriter:
             fresh = True  # aten's convolutions and gemms return new memory
             if contraction.name in _ATEN_CONVOLUTIONS:
                 product = self.convolution(contraction)
-            elif contraction.name == "linalg.conv_2d_ngchw_gfchw":
+            elif contraction.name == GROUPED_CONVOLUTION:
                 product = self.grouped_convolution(contraction)
             elif len(body) == 2 and "indexing_maps" in contraction.attributes:
                 maps = [ir.AffineMapAttr(m).value
@@ -830,14 +875,13 @@ class _HostWriter:
         padding = self.folded_pads.get(image)
         if padding is not None:
             image = ir.operation_of(image.owner).operands[0]
-        weight_name, groups = self.name_of(weight), 1
+        shape, groups = tuple(ir.ShapedType(weight.type).shape), 1
         if conv.name == DEPTHWISE_CONVOLUTION:  # (C, KH, KW): aten's (C, 1, KH, KW), C groups
-            groups, kh, kw = ir.ShapedType(weight.type).shape
+            groups, kh, kw = shape
             if ir.ShapedType.is_dynamic_size(groups):
                 raise UnsupportedKernel(conv.name, "a depthwise convolution of dynamic channels")
-            weight_name = f"{weight_name}.reshape({groups}, 1, {kh}, {kw})"
-        if self.channels_last:
-            weight_name = f"channels_last_weight({weight_name}, capturing)"
+            shape = (groups, 1, kh, kw)
+        weight_name = self.conv_weight(weight, shape)
         # aten's convolution, as Inductor calls it: F.conv2d adds a dispatch on top,
         # host time at every call (benchmarks/host_costs.py).
         return (f"torch.convolution({self.name_of(image)}, {weight_name}, None, "
@@ -851,15 +895,27 @@ class _HostWriter:
         7x7 stride-2 stem of densenet121's train step took about a quarter of the step's
         GPU time (torch.profiler)."""
         image, weight = conv.operands[0], conv.operands[1]
+        padding = self.folded_pads.get(image)
+        if padding is not None:
+            image = ir.operation_of(image.owner).operands[0]
         shapes = [list(ir.ShapedType(v.type).shape) for v in (image, weight, conv.results[0])]
         if any(ir.ShapedType.is_dynamic_size(d) for shape in shapes for d in shape):
             raise UnsupportedKernel(conv.name, "a grouped convolution of dynamic sizes")
         (n, groups, c, h, w), (_, f, _, kh, kw), result = shapes
         strides, dilations = convolution_pair(conv, "strides"), convolution_pair(conv, "dilations")
-        return (f"torch.convolution({self.name_of(image)}.reshape({n}, {groups * c}, {h}, {w}), "
-                f"{self.name_of(weight)}.reshape({groups * f}, {c}, {kh}, {kw}), None, "
-                f"{strides}, (0, 0), {dilations}, False, (0, 0), {groups})"
-                f".reshape({_shape_text(result)})")
+        weight_name = self.conv_weight(weight, (groups * f, c, kh, kw))
+        return (f"torch.convolution({self.image_view(self.name_of(image), (n, groups * c, h, w))}, "
+                f"{weight_name}, None, {strides}, {padding or (0, 0)}, {dilations}, "
+                f"False, (0, 0), {groups}).reshape({_shape_text(result)})")
+
+    def image_view(self, name: str, shape: tuple[int, ...]) -> str:
+        """Tensor `name` reshaped to `shape`: a strided view where its layout is known
+        and allows one (a grouped image laid out channels-last, as aten's image)."""
+        expression = f"{name}.reshape({_shape_text(list(shape))})"
+        layout = self.layouts.get(name)
+        view = layout and strided_views.viewed(layout, shape)
+        return expression if view is None else \
+            strided_views.reinterpreted(name, layout, view, expression)
 
     def concat(self, op: ir.Operation) -> None:
         """torch.cat, or, for a concat in a chain (_concat_chains), a view of the chain's

@@ -222,7 +222,7 @@ class KernelWriter:
         if self.channels_last and len(domain) in layouts.RANKS:
             # NCHW walked as NHWC (NCL as NLC): consecutive lanes step through channels,
             # the order of channels-last buffers in memory (coalesced loads and stores).
-            fastest_first = [d for d in (1, *range(len(domain) - 1, 1, -1), 0)
+            fastest_first = [d for d in reversed(layouts.memory_order(len(domain)))
                              if domain[d] != 1]
         return walked(domain, fastest_first), "row"
 
