@@ -2133,3 +2133,80 @@ def test_a_symbolic_size_read_by_a_kernel_is_a_size_parameter():
         x = torch.randn(rows, 3)
         torch.testing.assert_close(compiled(x), fn(x))
     assert assert_compiled()["graphs_compiled"] == 1
+
+
+class _StandardizedConvolution(torch.nn.Conv2d):
+    """timm's ScaledStdConv2d (nfnet): the weight standardized per output channel at
+    every call, times a gain."""
+
+    def __init__(self, channels, out_channels, kernel_size, **options):
+        super().__init__(channels, out_channels, kernel_size, **options)
+        self.gain = torch.nn.Parameter(torch.rand(out_channels, 1, 1, 1) + 0.5)
+
+    def forward(self, x):
+        weight = F.batch_norm(self.weight.reshape(1, self.out_channels, -1), None, None,
+                              weight=self.gain.view(-1), training=True, momentum=0.0,
+                              eps=1e-5).reshape_as(self.weight)
+        return F.conv2d(x, weight, self.bias, self.stride, self.padding, 1, self.groups)
+
+
+class _NormalizerFreeBlock(torch.nn.Module):
+    """nfnet's bottleneck: standardized 3x3, grouped 3x3 and 1x1 convolutions, then a
+    squeeze-excite gate."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = _StandardizedConvolution(8, 16, 3, padding=1)
+        self.grouped = _StandardizedConvolution(16, 16, 3, padding=1, groups=2)
+        self.last = _StandardizedConvolution(16, 8, 1)
+        self.squeeze, self.excite = torch.nn.Conv2d(8, 4, 1), torch.nn.Conv2d(4, 8, 1)
+
+    def forward(self, x):
+        y = self.last(F.gelu(self.grouped(F.gelu(self.first(x)))))
+        gate = torch.sigmoid(self.excite(F.relu(self.squeeze(y.mean((2, 3), keepdim=True)))))
+        return y * gate + x
+
+
+def _normalizer_free_host(dump_dir):
+    """The block's host program, its result checked against eager's (the standardized
+    weights' f32 statistics differ from eager's in the last bits, the main branch's
+    too, hence the tolerance)."""
+    model, x = _NormalizerFreeBlock().eval(), torch.randn(2, 8, 12, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model, dump_dir)(x), model(x),
+                                   rtol=1e-3, atol=1e-3)
+    assert_compiled()
+    return generated_files(dump_dir)[1]
+
+
+def test_a_grouped_convolution_reads_and_writes_channels_last(tmp_path):
+    """The grouped convolution's image [N, G, C, H, W] is laid out [N, H, W, G, C], so
+    that aten's [N, G * C, H, W] is a channels-last view of it, its padding goes into
+    the convolution, and what kernels compute from its result is channels-last again:
+    cuDNN transposes none of them (it had transposed image, weight and result)."""
+    host = _normalizer_free_host(tmp_path / "dump")
+    assert "torch.nn.functional.pad" not in host
+    assert "(2, 2, 8, 12, 12,), (2304, 8, 1, 192, 16,)" in host
+    assert re.search(r"torch\.convolution\(reinterpret\(\w+, \(2, 16, 12, 12\), "
+                     r"\(2304, 1, 192, 16\), 0\), .*, \(1, 1\), \(1, 1\), \(1, 1\), False, "
+                     r"\(0, 0\), 2\)", host)
+
+
+def test_weights_a_kernel_standardizes_are_written_channels_last(tmp_path):
+    """Each standardized weight's rows are taken in (KH, KW, I) order: the kernel reads
+    the parameter converted channels-last once per version and writes the weight
+    channels-last, which the convolution takes as it is (it had been converted at
+    every call)."""
+    host = _normalizer_free_host(tmp_path / "dump")
+    assert re.search(r"reinterpret\(\w+, \(16, 8, 3, 3\), \(72, 1, 24, 8\), 0\)", host)
+    assert host.count("reinterpret(channels_last_weight(arg") == 3
+    assert not re.search(r"channels_last_weight\(buf", host)
+
+
+def test_a_squeeze_excite_mean_s_image_is_channels_last(tmp_path):
+    """The row kernel that writes the squeeze-excite block's mean also writes the f32
+    image it averaged (a loop nest of two result types): channels-last, as the kernel
+    reading it walks it (it had been written row-major)."""
+    host = _normalizer_free_host(tmp_path / "dump")
+    assert "(2, 8, 12, 12,), (1152, 1, 96, 8,), torch.float32)" in host
+    assert "(1152, 144, 12, 1,)" not in host
