@@ -909,13 +909,13 @@ class _HostWriter:
                 f"False, (0, 0), {groups}).reshape({_shape_text(result)})")
 
     def image_view(self, name: str, shape: tuple[int, ...]) -> str:
-        """Tensor `name` reshaped to `shape`: a strided view where its layout is known
-        and allows one (a grouped image laid out channels-last, as aten's image)."""
-        expression = f"{name}.reshape({_shape_text(list(shape))})"
+        """Tensor `name` reshaped to `shape`: a strided view where the host laid it out
+        so that one is (a grouped image laid out channels-last, as aten's image)."""
         layout = self.layouts.get(name)
-        view = layout and strided_views.viewed(layout, shape)
-        return expression if view is None else \
-            strided_views.reinterpreted(name, layout, view, expression)
+        view = layout and layout.guard is None and strided_views.viewed(layout, shape)
+        if not view:
+            return f"{name}.reshape({', '.join(map(str, shape))})"
+        return strided_views.reinterpreted(name, layout, view, "")
 
     def concat(self, op: ir.Operation) -> None:
         """torch.cat, or, for a concat in a chain (_concat_chains), a view of the chain's
