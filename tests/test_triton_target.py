@@ -2210,3 +2210,32 @@ def test_a_squeeze_excite_mean_s_image_is_channels_last(tmp_path):
     host = _normalizer_free_host(tmp_path / "dump")
     assert "(2, 8, 12, 12,), (1152, 1, 96, 8,), torch.float32)" in host
     assert "(1152, 144, 12, 1,)" not in host
+
+
+class _GroupNormOfTokens(torch.nn.Module):
+    """A 1x1 convolution's result centered as [N, C, L] tokens, then normalized over all
+    of [N, 1, C, H, W] and used as an image again: the views GroupNorm(1, C) makes of a
+    channels-last image (poolformer's norm before its pooling)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 1)
+
+    def forward(self, x):
+        tokens = self.conv(x).reshape(2, 8, 36)
+        tokens = tokens - tokens.mean(-1, keepdim=True)
+        grouped = tokens.reshape(2, 1, 8, 6, 6)
+        image = (grouped - grouped.mean((2, 3, 4), keepdim=True)).reshape(2, 8, 6, 6)
+        return torch.sigmoid(image) * image.sum(1, keepdim=True)
+
+
+def test_an_image_viewed_as_one_group_stays_channels_last(tmp_path):
+    """[N, C, L] -> [N, 1, C, H, W] -> [N, C, H, W] keeps the image's channels (the
+    last view merges the group of 1 into the batch): what kernels compute from it is
+    channels-last (poolformer's normalized image had been written NCHW, then read
+    across memory by its channels-last pooling)."""
+    _, host = checked_against_eager(_GroupNormOfTokens().eval(), torch.randn(2, 3, 6, 6),
+                                    tmp_path / "dump")
+    assert "reinterpret(" in host and "(2, 1, 8, 6, 6), (288, 8, 1, 48, 8)" in host
+    assert "(2, 8, 6, 6,), (288, 1, 48, 8,), torch.float32)" in host
+    assert "(288, 36, 6, 1,)" not in host

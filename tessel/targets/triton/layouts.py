@@ -97,7 +97,8 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
 def _keeps_channels(view: ir.Operation) -> bool:
     """Whether a view between images keeps their batch and channels: the same first two
     dims, or a grouped image's G and C as the other's channels (an expand or collapse
-    that splits or merges just those)."""
+    that splits or merges just those, or merges a G of 1 into the batch, as a collapse
+    of GroupNorm(1, C)'s [N, 1, C, H, W] is written)."""
     source, result = view.operands[0], view.results[0]
     if not (_image(source) and _image(result)):
         return False
@@ -108,7 +109,8 @@ def _keeps_channels(view: ir.Operation) -> bool:
         return False
     grouped, image = (first, second) if len(first) == 5 else (second, first)
     groups = sizes.reassociation(view)
-    return grouped[0] == image[0] and groups[0] == [0] and groups[1] == [1, 2]
+    return groups[0] + groups[1] == [0, 1, 2] and groups[1][-1] == 2 and \
+        (groups[0] == [0] or grouped[1] == 1)
 
 
 def _read(op: ir.Operation) -> list[ir.Value]:
