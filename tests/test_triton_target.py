@@ -2239,3 +2239,19 @@ def test_an_image_viewed_as_one_group_stays_channels_last(tmp_path):
     assert "reinterpret(" in host and "(2, 1, 8, 6, 6), (288, 8, 1, 48, 8)" in host
     assert "(2, 8, 6, 6,), (288, 1, 48, 8,), torch.float32)" in host
     assert "(288, 36, 6, 1,)" not in host
+
+
+@pytest.mark.parametrize("pool", [
+    lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False) - x,
+    lambda x: F.avg_pool2d(x, 3, 2, 1),
+    lambda x: F.max_pool2d(x, 3, 2, 1),
+], ids=["poolformer_mixer", "average_counting_the_border", "max"])
+def test_a_pooling_kernel_reads_its_padded_image_through_masked_loads(pool, tmp_path):
+    """The border a pooling pads its image with is read as the pad value by the
+    kernel's masked loads of the image itself: the host pads nothing (it had padded
+    with F.pad, a fill and a copy of the image, every call)."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 1), torch.nn.GroupNorm(1, 8))
+    fn = lambda x: pool(model(x))  # noqa: E731
+    kernels, host = checked_against_eager(fn, torch.randn(2, 3, 7, 7), tmp_path / "dump")
+    assert "functional.pad" not in host
+    assert re.search(r"tl\.load\(in\d+ \+ .*other=", kernels)

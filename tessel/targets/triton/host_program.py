@@ -35,6 +35,7 @@ from tessel.targets.triton.host_records import (
 from tessel.targets.triton.kernel_source import KernelSource
 from tessel.targets.triton.launcher import dry_running
 from tessel.targets.triton.op_table import CMPI_OPERATORS, CMPI_PREDICATES
+from tessel.targets.triton.padded_reads import pad_literal
 from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import fill_constant
 
@@ -308,13 +309,20 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
     return f"{matmul}({a}, {b})" + plus_bias, True
 
 
-def _pad_value(pad: ir.Operation) -> str | None:
-    """The literal a tensor.pad pads with, or None (a value computed in its body)."""
-    (yielded,) = [o.operation for o in pad.regions[0].blocks[0].operations]
-    source = ir.operation_of(yielded.operands[0].owner)
-    if source is None or source.name != "arith.constant":
-        return None
-    return scalar_literal(source.attributes["value"])
+def _pads_read_in_kernels(ops: list[ir.Operation], kernels: dict[str, KernelSource],
+                          not_launched: set[ir.Value]) -> frozenset[ir.Value]:
+    """The pads of `ops` that only launched kernels read (not those whose result is
+    `not_launched`: a gemm's bias, which the host names), each of which reads their
+    source instead (padded_reads.py): the host need not pad."""
+    readers: dict[ir.Value, list[ir.Operation]] = {}
+    for op in ops:
+        for value in ir.values_read_from_above(op) if op.regions else op.operands:
+            readers.setdefault(value, []).append(op)
+    return frozenset(
+        op.results[0] for op in ops if op.name == "tensor.pad" and readers.get(op.results[0])
+        and all(layouts.generated_kernel(reader) and op.results[0] not in kernels[kernel_name(reader)].inputs
+                and not_launched.isdisjoint(reader.results)
+                for reader in readers[op.results[0]]))
 
 
 def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
@@ -323,7 +331,7 @@ def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
     if len(pad.operands) != 1 or len(low) not in (4, 5) or low != high or \
-            any(low[:-2]) or _pad_value(pad) not in ("0.0", "0"):
+            any(low[:-2]) or pad_literal(pad) not in ("0.0", "0"):
         return None
     convolutions = _ATEN_CONVOLUTIONS if len(low) == 4 else (GROUPED_CONVOLUTION,)
     for use in pad.results[0].uses:
@@ -391,6 +399,9 @@ class _HostWriter:
         # Views of weights a kernel computes, taken channels-last (layouts.py).
         self.weight_views = layouts.channels_last_weight_views(main) if channels_last \
             else frozenset()
+        # Pads that every reader reads through its kernel's loads (padded_reads.py).
+        self.pads_in_kernels = _pads_read_in_kernels(
+            self.ops, kernels, {*self.library_biases, *self.skipped_fills})
         self.concat_chains = _concat_chains(self.ops)
         self.chain_buffers: dict[ir.Value, str] = {}
         # Kernel results the host takes as another value (rounding_only): their buffer
@@ -468,7 +479,7 @@ class _HostWriter:
             self.view(op.results[0], op.operands[0],
                       f"{source}.reshape({_shape_text(shape)})", reads, layout)
         elif op.name == "tensor.pad":
-            if op.results[0] not in self.folded_pads:
+            if op.results[0] not in self.folded_pads and op.results[0] not in self.pads_in_kernels:
                 self.pad(op)
         elif op.name == "tensor.extract_slice":
             with self.reading() as reads:
@@ -999,7 +1010,7 @@ class _HostWriter:
             low, high = ([self.name_or_literal(w) for w in widths]
                          for widths in ir.mixed_values(op, ("static_low", "static_high"), 1))
             source = self.name_of(op.operands[0])
-        value = _pad_value(op)
+        value = pad_literal(op)
         if value is None:
             raise UnsupportedKernel(op.name, "a pad with a computed value")
         widths = ", ".join(f"{lo}, {hi}" for lo, hi in zip(reversed(low), reversed(high)))

@@ -63,7 +63,7 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
         elif op.name in _VIEWS:
             if op.operands[0] in held and _keeps_channels(op):
                 held.add(op.results[0])
-        elif _computes(op) or op.name == "tensor.concat":
+        elif generated_kernel(op) or op.name == "tensor.concat":
             for result in op.results:
                 if _image(result) and any(
                         value in held and (op.name == "tensor.concat" or
@@ -83,11 +83,11 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
         # results are held images of its batch and points: SegFormer's upsampled maps,
         # concatenated along the channels for a 1x1 convolution, were written row-major
         # from tokens read across memory, then read across it again by the concatenation.
-        elif _computes(op):
+        elif generated_kernel(op):
             for result in op.results:
                 users = readers.get(result, ())
                 if _image(result) and users and all(
-                        (_computes(user) or user.name == "tensor.concat") and user.results and
+                        (generated_kernel(user) or user.name == "tensor.concat") and user.results and
                         all(r in held and _same_points(r, result) for r in user.results)
                         for user in users):
                     held.add(result)
@@ -107,7 +107,7 @@ def _keeps_channels(view: ir.Operation) -> bool:
         return first[:2] == second[:2]
     if view.name == "tensor.reshape":
         return False
-    grouped, image = (first, second) if len(first) == 5 else (second, first)
+    grouped = first if len(first) == 5 else second
     groups = sizes.reassociation(view)
     return groups[0] + groups[1] == [0, 1, 2] and groups[1][-1] == 2 and \
         (groups[0] == [0] or grouped[1] == 1)
@@ -115,10 +115,10 @@ def _keeps_channels(view: ir.Operation) -> bool:
 
 def _read(op: ir.Operation) -> list[ir.Value]:
     """The values `op` reads: a kernel's from above its body, any other op's operands."""
-    return ir.values_read_from_above(op) if _computes(op) else list(op.operands)
+    return ir.values_read_from_above(op) if generated_kernel(op) else list(op.operands)
 
 
-def _computes(op: ir.Operation) -> bool:
+def generated_kernel(op: ir.Operation) -> bool:
     """Whether `op` is a kernel tessel generates: a tkern.kernel, or a loop nest left
     unwrapped as one (a row kernel with a result of another type: a squeeze-excite
     block's mean beside the f32 image it is the mean of)."""

@@ -21,7 +21,7 @@ from tessel import ir
 from tessel.passes.form_kernels import sole_generic
 from tessel.passes.fuse_tiles import pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
-from tessel.targets.triton import layouts, op_table, sizes
+from tessel.targets.triton import layouts, op_table, padded_reads, sizes
 from tessel.targets.triton.branch_guards import load_guards
 from tessel.targets.triton.dtypes import (
     HALF,
@@ -299,15 +299,34 @@ class KernelWriter:
         if filled is not None:
             return filled, f"literal:{element_name(tile.base)}"
         point = through_map(affine_map, indices)
-        pointer = self.input_pointer(tile.base)
-        offset = address(strides(pointer, len(point)), tile.offsets, point)
         kind = "row" if not all(map(is_position, point)) else "scalar"
-        load = self.held(f"tl.load({pointer} + {text(offset)}"
-                         + (", mask=mask)" if kind == "row" else ")"), tile.base)
+        padding = padded_reads.padding_of(tile.base)
+        if padding is None:
+            pointer = self.input_pointer(tile.base)
+            offset = address(strides(pointer, len(point)), tile.offsets, point)
+            load = f"tl.load({pointer} + {text(offset)}" + (", mask=mask)" if kind == "row" else ")")
+        else:
+            load = self.padded_load(padding, tile.offsets, point, kind)
+        load = self.held(load, tile.base)
         if load not in self.loads:  # one load per address, however many generics read it
             self.loads[load] = self.fresh()
             self.emit(f"{self.loads[load]} = {load}")
         return self.loads[load], kind
+
+    def padded_load(self, padding: padded_reads.Padding, offsets: list[Index],
+                    point: list[Index], kind: str) -> str:
+        """The load of a padded tensor's point from its source (padded_reads.py): the
+        point less the low padding, the pad value outside the source's bounds."""
+        pointer = self.input_pointer(padding.source)
+        at = [offset + index - low for offset, index, low in zip(offsets, point, padding.low)]
+        shape = ir.ShapedType(padding.source.type).shape
+        inside = [f"({text(index)} >= 0) & ({text(index)} < {size})"
+                  for index, size, low, high in zip(at, shape, padding.low, padding.high)
+                  if low or high]
+        mask = " & ".join((["mask"] if kind == "row" else []) + inside)
+        offset = address(strides(pointer, len(at)), [ZERO] * len(at), at)
+        return f"tl.load({pointer} + {text(offset)}" + (
+            f", mask={mask}, other={padding.value})" if mask else ")")
 
     def in_row_order(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[Index],
                      window: frozenset[int]) -> bool:
