@@ -2203,13 +2203,18 @@ def test_weights_a_kernel_standardizes_are_written_channels_last(tmp_path):
     assert not re.search(r"channels_last_weight\(buf", host)
 
 
-def test_a_squeeze_excite_mean_s_image_is_channels_last(tmp_path):
+def test_a_squeeze_excite_block_is_channels_last(tmp_path):
     """The row kernel that writes the squeeze-excite block's mean also writes the f32
     image it averaged (a loop nest of two result types): channels-last, as the kernel
-    reading it walks it (it had been written row-major)."""
+    reading it walks it (it had been written row-major). The mean, [N, C, 1, 1], has
+    the strides by which torch tells it channels-last, so that cuDNN runs its 1x1
+    convolutions NHWC without transposing them (row-major ones are the same memory,
+    but torch then picks NCHW)."""
     host = _normalizer_free_host(tmp_path / "dump")
     assert "(2, 8, 12, 12,), (1152, 1, 96, 8,), torch.float32)" in host
     assert "(1152, 144, 12, 1,)" not in host
+    assert re.search(r"reinterpret\(\w+, \(2, 8, 1, 1\), \(8, 1, 8, 8\), 0\)", host)
+    assert re.search(r"reinterpret\(\w+, \(2, 4, 1, 1\), \(4, 1, 4, 4\), 0\)", host)
 
 
 class _GroupNormOfTokens(torch.nn.Module):

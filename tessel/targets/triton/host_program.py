@@ -7,6 +7,7 @@ concatenates in between. Dynamic sizes are computed from the graph's inputs
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import weakref
 from dataclasses import dataclass
@@ -630,6 +631,14 @@ class _HostWriter:
         """`value`, a view of `source` (or a copy, where torch's reshape must copy):
         `expression`, or where the view's `layout` is known, that strided view of it."""
         source_name = self.names[source]
+        if layout is not None and value in self.channels_last:
+            # The strides of dims of size 1 are any: those of channels-last, by which
+            # torch tells a [N, C, 1, 1] image channels-last (its row-major ones made a
+            # squeeze-excite block's convolutions run NCHW, cuDNN transposing them).
+            canonical = _strides(list(layout.size), True)
+            layout = dataclasses.replace(layout, stride=tuple(
+                canonical[d] if size == 1 else step
+                for d, (size, step) in enumerate(zip(layout.size, layout.stride))))
         if layout is not None:
             expression = strided_views.reinterpreted(
                 source_name, self.layouts[source_name], layout, expression)
