@@ -157,11 +157,13 @@ def channels_last_weight_views(main: ir.Operation) -> frozenset[ir.Operation]:
 
 
 def _weight_rows(kernel: ir.Operation) -> list[ir.Operation]:
-    """The views of `kernel`'s rows (_weight_views), or none where any use or read of
-    its rows is another, or its body may tell a row's points apart."""
+    """The views of `kernel`'s rows (channels_last_weight_views), or none where any
+    use or read of its rows is another, or its body may tell a row's points apart."""
     (rows,) = kernel.results
-    shape = list(rows.type.shape) if isinstance(rows.type, ir.RankedTensorType) else []
-    if len(shape) != 2 or shape[0] == shape[1] or ir.ShapedType.is_dynamic_size(shape[1]):
+    if not isinstance(rows.type, ir.RankedTensorType) or not rows.type.has_static_shape:
+        return []
+    shape = list(rows.type.shape)
+    if len(shape) != 2 or shape[0] == shape[1]:
         return []
     expands = [ir.operation_of(use.owner) for use in rows.uses]
     if not expands or not all(view is not None and _weight_expand(view) for view in expands):
