@@ -321,7 +321,8 @@ def _pads_read_in_kernels(ops: list[ir.Operation], kernels: dict[str, KernelSour
             readers.setdefault(value, []).append(op)
     return frozenset(
         op.results[0] for op in ops if op.name == "tensor.pad" and readers.get(op.results[0])
-        and all(layouts.generated_kernel(reader) and op.results[0] not in kernels[kernel_name(reader)].inputs
+        and all(layouts.generated_kernel(reader)
+                and op.results[0] not in kernels[kernel_name(reader)].inputs
                 and not_launched.isdisjoint(reader.results)
                 for reader in readers[op.results[0]]))
 
@@ -924,7 +925,8 @@ class _HostWriter:
         (n, groups, c, h, w), (_, f, _, kh, kw), result = shapes
         strides, dilations = convolution_pair(conv, "strides"), convolution_pair(conv, "dilations")
         weight_name = self.conv_weight(weight, (groups * f, c, kh, kw))
-        return (f"torch.convolution({self.image_view(self.name_of(image), (n, groups * c, h, w))}, "
+        image_name = self.image_view(self.name_of(image), (n, groups * c, h, w))
+        return (f"torch.convolution({image_name}, "
                 f"{weight_name}, None, {strides}, {padding or (0, 0)}, {dilations}, "
                 f"False, (0, 0), {groups}).reshape({_shape_text(result)})")
 

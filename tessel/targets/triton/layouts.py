@@ -87,7 +87,8 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
             for result in op.results:
                 users = readers.get(result, ())
                 if _image(result) and users and all(
-                        (generated_kernel(user) or user.name == "tensor.concat") and user.results and
+                        (generated_kernel(user) or user.name == "tensor.concat") and
+                        user.results and
                         all(r in held and _same_points(r, result) for r in user.results)
                         for user in users):
                     held.add(result)

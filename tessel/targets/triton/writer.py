@@ -304,7 +304,8 @@ class KernelWriter:
         if padding is None:
             pointer = self.input_pointer(tile.base)
             offset = address(strides(pointer, len(point)), tile.offsets, point)
-            load = f"tl.load({pointer} + {text(offset)}" + (", mask=mask)" if kind == "row" else ")")
+            load = f"tl.load({pointer} + {text(offset)}" + (
+                ", mask=mask)" if kind == "row" else ")")
         else:
             load = self.padded_load(padding, tile.offsets, point, kind)
         load = self.held(load, tile.base)
