@@ -2302,3 +2302,130 @@ def test_a_symbolic_size_read_by_a_kernel_is_a_size_parameter():
         x = torch.randn(rows, 3)
         torch.testing.assert_close(compiled(x), fn(x))
     assert assert_compiled()["graphs_compiled"] == 1
+
+
+class _StandardizedConvolution(torch.nn.Conv2d):
+    """timm's ScaledStdConv2d (nfnet): the weight standardized per output channel at
+    every call, times a gain."""
+
+    def __init__(self, channels, out_channels, kernel_size, **options):
+        super().__init__(channels, out_channels, kernel_size, **options)
+        self.gain = torch.nn.Parameter(torch.rand(out_channels, 1, 1, 1) + 0.5)
+
+    def forward(self, x):
+        weight = F.batch_norm(self.weight.reshape(1, self.out_channels, -1), None, None,
+                              weight=self.gain.view(-1), training=True, momentum=0.0,
+                              eps=1e-5).reshape_as(self.weight)
+        return F.conv2d(x, weight, self.bias, self.stride, self.padding, 1, self.groups)
+
+
+class _NormalizerFreeBlock(torch.nn.Module):
+    """nfnet's bottleneck: standardized 3x3, grouped 3x3 and 1x1 convolutions, then a
+    squeeze-excite gate."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = _StandardizedConvolution(8, 16, 3, padding=1)
+        self.grouped = _StandardizedConvolution(16, 16, 3, padding=1, groups=2)
+        self.last = _StandardizedConvolution(16, 8, 1)
+        self.squeeze, self.excite = torch.nn.Conv2d(8, 4, 1), torch.nn.Conv2d(4, 8, 1)
+
+    def forward(self, x):
+        y = self.last(F.gelu(self.grouped(F.gelu(self.first(x)))))
+        gate = torch.sigmoid(self.excite(F.relu(self.squeeze(y.mean((2, 3), keepdim=True)))))
+        return y * gate + x
+
+
+def _normalizer_free_host(dump_dir):
+    """The block's host program, its result checked against eager's (the standardized
+    weights' f32 statistics differ from eager's in the last bits, the main branch's
+    too, hence the tolerance)."""
+    model, x = _NormalizerFreeBlock().eval(), torch.randn(2, 8, 12, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(model, dump_dir)(x), model(x),
+                                   rtol=1e-3, atol=1e-3)
+    assert_compiled()
+    return generated_files(dump_dir)[1]
+
+
+def test_a_grouped_convolution_reads_and_writes_channels_last(tmp_path):
+    """The grouped convolution's image [N, G, C, H, W] is laid out [N, H, W, G, C], so
+    that aten's [N, G * C, H, W] is a channels-last view of it, its padding goes into
+    the convolution, and what kernels compute from its result is channels-last again:
+    cuDNN transposes none of them (it had transposed image, weight and result)."""
+    host = _normalizer_free_host(tmp_path / "dump")
+    assert "torch.nn.functional.pad" not in host
+    assert "(2, 2, 8, 12, 12,), (2304, 8, 1, 192, 16,)" in host
+    assert re.search(r"torch\.convolution\(reinterpret\(\w+, \(2, 16, 12, 12\), "
+                     r"\(2304, 1, 192, 16\), 0\), .*, \(1, 1\), \(1, 1\), \(1, 1\), False, "
+                     r"\(0, 0\), 2\)", host)
+
+
+def test_weights_a_kernel_standardizes_are_written_channels_last(tmp_path):
+    """Each standardized weight's rows are taken in (KH, KW, I) order: the kernel reads
+    the parameter converted channels-last once per version and writes the weight
+    channels-last, which the convolution takes as it is (it had been converted at
+    every call)."""
+    host = _normalizer_free_host(tmp_path / "dump")
+    assert re.search(r"reinterpret\(\w+, \(16, 8, 3, 3\), \(72, 1, 24, 8\), 0\)", host)
+    assert host.count("reinterpret(channels_last_weight(arg") == 3
+    assert not re.search(r"channels_last_weight\(buf", host)
+
+
+def test_a_squeeze_excite_block_is_channels_last(tmp_path):
+    """The row kernel that writes the squeeze-excite block's mean also writes the f32
+    image it averaged (a loop nest of two result types): channels-last, as the kernel
+    reading it walks it (it had been written row-major). The mean, [N, C, 1, 1], has
+    the strides by which torch tells it channels-last, so that cuDNN runs its 1x1
+    convolutions NHWC without transposing them (row-major ones are the same memory,
+    but torch then picks NCHW)."""
+    host = _normalizer_free_host(tmp_path / "dump")
+    assert "(2, 8, 12, 12,), (1152, 1, 96, 8,), torch.float32)" in host
+    assert "(1152, 144, 12, 1,)" not in host
+    assert re.search(r"reinterpret\(\w+, \(2, 8, 1, 1\), \(8, 1, 8, 8\), 0\)", host)
+    assert re.search(r"reinterpret\(\w+, \(2, 4, 1, 1\), \(4, 1, 4, 4\), 0\)", host)
+
+
+class _GroupNormOfTokens(torch.nn.Module):
+    """A 1x1 convolution's result centered as [N, C, L] tokens, then normalized over all
+    of [N, 1, C, H, W] and used as an image again: the views GroupNorm(1, C) makes of a
+    channels-last image (poolformer's norm before its pooling)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 1)
+
+    def forward(self, x):
+        tokens = self.conv(x).reshape(2, 8, 36)
+        tokens = tokens - tokens.mean(-1, keepdim=True)
+        grouped = tokens.reshape(2, 1, 8, 6, 6)
+        image = (grouped - grouped.mean((2, 3, 4), keepdim=True)).reshape(2, 8, 6, 6)
+        return torch.sigmoid(image) * image.sum(1, keepdim=True)
+
+
+def test_an_image_viewed_as_one_group_stays_channels_last(tmp_path):
+    """[N, C, L] -> [N, 1, C, H, W] -> [N, C, H, W] keeps the image's channels (the
+    last view merges the group of 1 into the batch): what kernels compute from it is
+    channels-last (poolformer's normalized image had been written NCHW, then read
+    across memory by its channels-last pooling)."""
+    _, host = checked_against_eager(_GroupNormOfTokens().eval(), torch.randn(2, 3, 6, 6),
+                                    tmp_path / "dump")
+    assert "reinterpret(" in host and "(2, 1, 8, 6, 6), (288, 8, 1, 48, 8)" in host
+    assert "(2, 8, 6, 6,), (288, 1, 48, 8,), torch.float32)" in host
+    assert "(288, 36, 6, 1,)" not in host
+
+
+@pytest.mark.parametrize("pool", [
+    lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False) - x,
+    lambda x: F.avg_pool2d(x, 3, 2, 1),
+    lambda x: F.max_pool2d(x, 3, 2, 1),
+], ids=["poolformer_mixer", "average_counting_the_border", "max"])
+def test_a_pooling_kernel_reads_its_padded_image_through_masked_loads(pool, tmp_path):
+    """The border a pooling pads its image with is read as the pad value by the
+    kernel's masked loads of the image itself: the host pads nothing (it had padded
+    with F.pad, a fill and a copy of the image, every call)."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 1), torch.nn.GroupNorm(1, 8))
+    fn = lambda x: pool(model(x))  # noqa: E731
+    kernels, host = checked_against_eager(fn, torch.randn(2, 3, 7, 7), tmp_path / "dump")
+    assert "functional.pad" not in host
+    assert re.search(r"tl\.load\(in\d+ \+ .*other=", kernels)

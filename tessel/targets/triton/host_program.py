@@ -7,6 +7,7 @@ concatenates in between. Dynamic sizes are computed from the graph's inputs
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import weakref
 from collections.abc import Mapping
@@ -42,12 +43,14 @@ from tessel.targets.triton.host_records import (
 from tessel.targets.triton.kernel_source import KernelSource
 from tessel.targets.triton.launcher import dry_running
 from tessel.targets.triton.op_table import CMPI_OPERATORS, CMPI_PREDICATES
+from tessel.targets.triton.padded_reads import pad_literal
 from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import fill_constant
 
 # Convolutions the host passes to one aten convolution as they are (image, weight,
 # padding, bias); the grouped one needs its image and weight reshaped first.
 _ATEN_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION)
+GROUPED_CONVOLUTION = "linalg.conv_2d_ngchw_gfchw"
 # Integer arithmetic on sizes at the host level, as Python (torch-mlir's view lowering
 # infers a -1 size with it); divsi truncates toward zero, as Python's // does not.
 _SIZE_ARITHMETIC = {"arith.addi": "({} + {})", "arith.subi": "({} - {})",
@@ -333,29 +336,37 @@ def _aten_contraction(a: str, b: str, maps: list[ir.AffineMap],
     return f"{matmul}({a}, {b})" + plus_bias, True
 
 
-def _pad_value(pad: ir.Operation) -> str | None:
-    """The literal a tensor.pad pads with, or None (a value computed in its body)."""
-    (yielded,) = [o.operation for o in pad.regions[0].blocks[0].operations]
-    source = ir.operation_of(yielded.operands[0].owner)
-    if source is None or source.name != "arith.constant":
-        return None
-    return scalar_literal(source.attributes["value"])
+def _pads_read_in_kernels(ops: list[ir.Operation], kernels: dict[str, KernelSource],
+                          not_launched: set[ir.Value]) -> frozenset[ir.Value]:
+    """The pads of `ops` that only launched kernels read (not those whose result is
+    `not_launched`: a gemm's bias, which the host names), each of which reads their
+    source instead (padded_reads.py): the host need not pad."""
+    readers: dict[ir.Value, list[ir.Operation]] = {}
+    for op in ops:
+        for value in ir.values_read_from_above(op) if op.regions else op.operands:
+            readers.setdefault(value, []).append(op)
+    return frozenset(
+        op.results[0] for op in ops if op.name == "tensor.pad" and readers.get(op.results[0])
+        and all(layouts.generated_kernel(reader)
+                and op.results[0] not in kernels[kernel_name(reader)].inputs
+                and not_launched.isdisjoint(reader.results)
+                for reader in readers[op.results[0]]))
 
 
 def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
-    """(height, width) padding when `pad` pads only the spatial dims of an NCHW image,
-    evenly, with zeros, for convolutions alone; else None."""
+    """(height, width) padding when `pad` pads only the spatial dims of an NCHW image
+    (or a grouped NGCHW one), evenly, with zeros, for convolutions alone; else None."""
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    if len(pad.operands) != 1 or len(low) != 4 or low != high or low[:2] != [0, 0] or \
-            _pad_value(pad) not in ("0.0", "0"):
+    if len(pad.operands) != 1 or len(low) not in (4, 5) or low != high or \
+            any(low[:-2]) or pad_literal(pad) not in ("0.0", "0"):
         return None
+    convolutions = _ATEN_CONVOLUTIONS if len(low) == 4 else (GROUPED_CONVOLUTION,)
     for use in pad.results[0].uses:
         user = ir.operation_of(use.owner)
-        if user is None or use.operand_number != 0 or \
-                user.name not in _ATEN_CONVOLUTIONS:
+        if user is None or use.operand_number != 0 or user.name not in convolutions:
             return None
-    return low[2], low[3]
+    return low[-2], low[-1]
 
 
 class _HostWriter:
@@ -413,6 +424,12 @@ class _HostWriter:
                 bias = _row_bias(init)
                 if bias is not None:
                     self.library_biases[init] = bias
+        # Views of weights a kernel computes, taken channels-last (layouts.py).
+        self.weight_views = layouts.channels_last_weight_views(main) if channels_last \
+            else frozenset()
+        # Pads that every reader reads through its kernel's loads (padded_reads.py).
+        self.pads_in_kernels = _pads_read_in_kernels(
+            self.ops, kernels, {*self.library_biases, *self.skipped_fills})
         self.concat_chains = _concat_chains(self.ops)
         self.chain_buffers: dict[ir.Value, str] = {}
         # Kernel results the host takes as another value (rounding_only): their buffer
@@ -479,6 +496,8 @@ class _HostWriter:
                 self.taken_as[op.results[0]] = rounded
             elif launched:
                 self.launch(op)
+        elif op in self.weight_views:
+            self.weight_view(op)
         elif op.name in layouts.VIEWS:
             with self.reading() as reads:
                 shape = self.shape_of(op.results[0])
@@ -491,7 +510,7 @@ class _HostWriter:
             self.view(op.results[0], op.operands[0],
                       f"{source}.reshape({_shape_text(shape)})", reads, layout)
         elif op.name == "tensor.pad":
-            if op.results[0] not in self.folded_pads:
+            if op.results[0] not in self.folded_pads and op.results[0] not in self.pads_in_kernels:
                 self.pad(op)
         elif op.name == "tensor.extract_slice":
             with self.reading() as reads:
@@ -519,6 +538,45 @@ class _HostWriter:
             self.size_arithmetic(op)
         else:
             raise UnsupportedKernel(op.name, "at the host level of the Triton target")
+
+    def weight_view(self, op: ir.Operation) -> None:
+        """A view between a kernel's rows [O, I * KH * KW] and a weight [O..., I, KH, KW]
+        (layouts.channels_last_weight_views), with the rows in (KH, KW, I) order: an
+        input weight converted channels-last (once per version), then its rows; or a
+        kernel's rows as a channels-last weight."""
+        source, result = op.operands[0], op.results[0]
+        if op.name == "tensor.collapse_shape":
+            weight = self.name_of(source)
+            shape = tuple(result.type.shape)
+            name = self.bind(result, f"reinterpret(channels_last_weight({weight}, capturing), "
+                                     f"{shape}, {strided_views.contiguous(shape).stride}, 0)",
+                             [weight], fresh=False)
+            self.viewed_input[name] = self.viewed_input.get(weight, weight)
+            self.layouts[name] = strided_views.contiguous(shape)
+            return
+        rows = self.name_of(source)
+        outer, inner = sizes.reassociation(op)
+        shape = list(result.type.shape)
+        order = [*outer, *inner[1:], inner[0]]
+        stride, step = [0] * len(shape), 1
+        for dim in reversed(order):
+            stride[dim], step = step, step * shape[dim]
+        layout = strided_views.Layout(tuple(shape), tuple(stride), self.layouts[rows].offset)
+        self.view(result, source, f"{rows}.reshape({_shape_text(shape)})", [rows], layout)
+
+    def conv_weight(self, weight: ir.Value, shape: tuple[int, ...]) -> str:
+        """`weight` as aten's weight of `shape`, channels-last where images are:
+        converted (once per version) unless the host laid it out so."""
+        name = self.name_of(weight)
+        layout = self.layouts.get(name)
+        view = name
+        if tuple(weight.type.shape) != shape:
+            view = self.image_view(name, shape)
+            layout = layout and strided_views.viewed(layout, shape)
+        if not self.channels_last or (layout is not None and layout.guard is None and
+                                      layout.stride == tuple(layouts.strides(list(shape), True))):
+            return view
+        return f"channels_last_weight({view}, capturing)"
 
     def rounding_only(self, op: ir.Operation) -> ir.Value | None:
         """The value a kernel only rounds to a half type, element for element, when the
@@ -603,6 +661,14 @@ class _HostWriter:
         """`value`, a view of `source` (or a copy, where torch's reshape must copy):
         `expression`, or where the view's `layout` is known, that strided view of it."""
         source_name = self.names[source]
+        if layout is not None and value in self.channels_last:
+            # The strides of dims of size 1 are any: those of channels-last, by which
+            # torch tells a [N, C, 1, 1] image channels-last (its row-major ones made a
+            # squeeze-excite block's convolutions run NCHW, cuDNN transposing them).
+            canonical = layouts.strides(list(layout.size), True)
+            layout = dataclasses.replace(layout, stride=tuple(
+                canonical[d] if size == 1 else step
+                for d, (size, step) in enumerate(zip(layout.size, layout.stride))))
         if layout is not None:
             expression = strided_views.reinterpreted(
                 source_name, self.layouts[source_name], layout, expression)
@@ -744,7 +810,7 @@ class _HostWriter:
             fresh = True  # aten's convolutions and gemms return new memory
             if contraction.name in _ATEN_CONVOLUTIONS:
                 product = self.convolution(contraction)
-            elif contraction.name == "linalg.conv_2d_ngchw_gfchw":
+            elif contraction.name == GROUPED_CONVOLUTION:
                 product = self.grouped_convolution(contraction)
             elif len(body) == 2 and "indexing_maps" in contraction.attributes:
                 maps = [ir.AffineMapAttr(m).value
@@ -859,14 +925,13 @@ class _HostWriter:
         padding = self.folded_pads.get(image)
         if padding is not None:
             image = ir.operation_of(image.owner).operands[0]
-        weight_name, groups = self.name_of(weight), 1
+        shape, groups = tuple(ir.ShapedType(weight.type).shape), 1
         if conv.name == DEPTHWISE_CONVOLUTION:  # (C, KH, KW): aten's (C, 1, KH, KW), C groups
-            groups, kh, kw = ir.ShapedType(weight.type).shape
+            groups, kh, kw = shape
             if ir.ShapedType.is_dynamic_size(groups):
                 raise UnsupportedKernel(conv.name, "a depthwise convolution of dynamic channels")
-            weight_name = f"{weight_name}.reshape({groups}, 1, {kh}, {kw})"
-        if self.channels_last:
-            weight_name = f"channels_last_weight({weight_name}, capturing)"
+            shape = (groups, 1, kh, kw)
+        weight_name = self.conv_weight(weight, shape)
         # aten's convolution, as Inductor calls it: F.conv2d adds a dispatch on top,
         # host time at every call (benchmarks/host_costs.py).
         return (f"torch.convolution({self.name_of(image)}, {weight_name}, None, "
@@ -880,15 +945,28 @@ class _HostWriter:
         7x7 stride-2 stem of densenet121's train step took about a quarter of the step's
         GPU time (torch.profiler)."""
         image, weight = conv.operands[0], conv.operands[1]
+        padding = self.folded_pads.get(image)
+        if padding is not None:
+            image = ir.operation_of(image.owner).operands[0]
         shapes = [list(ir.ShapedType(v.type).shape) for v in (image, weight, conv.results[0])]
         if any(ir.ShapedType.is_dynamic_size(d) for shape in shapes for d in shape):
             raise UnsupportedKernel(conv.name, "a grouped convolution of dynamic sizes")
         (n, groups, c, h, w), (_, f, _, kh, kw), result = shapes
         strides, dilations = convolution_pair(conv, "strides"), convolution_pair(conv, "dilations")
-        return (f"torch.convolution({self.name_of(image)}.reshape({n}, {groups * c}, {h}, {w}), "
-                f"{self.name_of(weight)}.reshape({groups * f}, {c}, {kh}, {kw}), None, "
-                f"{strides}, (0, 0), {dilations}, False, (0, 0), {groups})"
-                f".reshape({_shape_text(result)})")
+        weight_name = self.conv_weight(weight, (groups * f, c, kh, kw))
+        image_name = self.image_view(self.name_of(image), (n, groups * c, h, w))
+        return (f"torch.convolution({image_name}, "
+                f"{weight_name}, None, {strides}, {padding or (0, 0)}, {dilations}, "
+                f"False, (0, 0), {groups}).reshape({_shape_text(result)})")
+
+    def image_view(self, name: str, shape: tuple[int, ...]) -> str:
+        """Tensor `name` reshaped to `shape`: a strided view where the host laid it out
+        so that one is (a grouped image laid out channels-last, as aten's image)."""
+        layout = self.layouts.get(name)
+        view = layout and layout.guard is None and strided_views.viewed(layout, shape)
+        if not view:
+            return f"{name}.reshape({', '.join(map(str, shape))})"
+        return strided_views.reinterpreted(name, layout, view, "")
 
     def concat(self, op: ir.Operation) -> None:
         """torch.cat, or, for a concat in a chain (_concat_chains), a view of the chain's
@@ -972,7 +1050,7 @@ class _HostWriter:
             low, high = ([self.name_or_literal(w) for w in widths]
                          for widths in ir.mixed_values(op, ("static_low", "static_high"), 1))
             source = self.name_of(op.operands[0])
-        value = _pad_value(op)
+        value = pad_literal(op)
         if value is None:
             raise UnsupportedKernel(op.name, "a pad with a computed value")
         widths = ", ".join(f"{lo}, {hi}" for lo, hi in zip(reversed(low), reversed(high)))

@@ -13,21 +13,36 @@ A 1-D convolution is a 2-D one over [N, C, 1, L]: its image and result, and view
 them that keep N and C ([N, C, L]), are channels-last too, with the channels (dim 1)
 innermost in memory, so that the kernels between Whisper's convolutions read them along
 memory (walked row-major, a GELU read [8, 384, 3000] across it, uncoalesced).
+
+A grouped convolution's image is [N, G, C, H, W], aten's [N, G * C, H, W] split: held
+channels-last it is laid out [N, H, W, G, C], so that the aten image it is a view of, and
+views of it that merge G and C back (GroupNorm's [N, G, C, L] of an NLC image) are
+channels-last too. Laid out otherwise, cuDNN transposed the image, the weight and the
+result of every grouped convolution of nfnet_l0 (327 transposes a call).
 """
 
 from __future__ import annotations
 
 from tessel import ir
 from tessel.passes.contractions import NAMED_CONVOLUTIONS
+from tessel.passes.form_kernels import UNWRAPPED_KERNEL
+from tessel.targets.triton import sizes
 
 VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
-RANKS = (3, 4)  # [N, C, L] and [N, C, H, W]
+RANKS = (3, 4, 5)  # [N, C, L], [N, C, H, W] and a grouped [N, G, C, H, W]
+
+
+def memory_order(rank: int) -> list[int]:
+    """The dims of a channels-last tensor of `rank` from outermost to innermost in
+    memory: N, the positions, then the channels (G, C for a grouped image)."""
+    channels = [1, 2] if rank == 5 else [1]
+    return [0, *range(channels[-1] + 1, rank), *channels]
 
 
 def strides(shape: list[int], channels_last: bool) -> list[int]:
-    """Contiguous strides of `shape`, or channels-last ones (dim 1 innermost: NHWC for
-    NCHW, NLC for NCL): those of a buffer the host allocates."""
-    order = [0, *range(2, len(shape)), 1] if channels_last else list(range(len(shape)))
+    """Contiguous strides of `shape`, or channels-last ones (`memory_order`: NHWC for
+    NCHW, NLC for NCL, NHWGC for a grouped NGCHW): those of a buffer the host allocates."""
+    order = memory_order(len(shape)) if channels_last else list(range(len(shape)))
     found = [0] * len(shape)
     step = 1
     for dim in reversed(order):
@@ -58,11 +73,9 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
                     held.add(owner.operands[0])
                 held.update(v for v in (image, accumulator, *op.results) if _image(v))
         elif op.name in VIEWS:
-            source, view = op.operands[0], op.results[0]
-            if source in held and _image(view) and \
-                    list(view.type.shape[:2]) == list(source.type.shape[:2]):
-                held.add(view)
-        elif op.name in ("tkern.kernel", "tensor.concat"):
+            if op.operands[0] in held and _keeps_channels(op):
+                held.add(op.results[0])
+        elif generated_kernel(op) or op.name == "tensor.concat":
             for result in op.results:
                 if _image(result) and any(
                         value in held and (op.name == "tensor.concat" or
@@ -76,27 +89,53 @@ def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
     for op in reversed(ops):
         # A kernel's result that a view makes into an image (a 1-D convolution's bias as
         # [N, C, 1, L]) is one too.
-        if op.name in VIEWS and op.results[0] in held and _image(op.operands[0]) and \
-                list(op.operands[0].type.shape[:2]) == list(op.results[0].type.shape[:2]):
+        if op.name in VIEWS and op.results[0] in held and _keeps_channels(op):
             held.add(op.operands[0])
         # So is an image a kernel computes only for kernels (or concatenations) whose
         # results are held images of its batch and points: SegFormer's upsampled maps,
         # concatenated along the channels for a 1x1 convolution, were written row-major
         # from tokens read across memory, then read across it again by the concatenation.
-        elif op.name == "tkern.kernel":
+        elif generated_kernel(op):
             for result in op.results:
                 users = readers.get(result, ())
                 if _image(result) and users and all(
-                        user.name in ("tkern.kernel", "tensor.concat") and user.results and
+                        (generated_kernel(user) or user.name == "tensor.concat") and
+                        user.results and
                         all(r in held and _same_points(r, result) for r in user.results)
                         for user in users):
                     held.add(result)
     return frozenset(held)
 
 
+def _keeps_channels(view: ir.Operation) -> bool:
+    """Whether a view between images keeps their batch and channels: the same first two
+    dims, or a grouped image's G and C as the other's channels (an expand or collapse
+    that splits or merges just those, or merges a G of 1 into the batch, as a collapse
+    of GroupNorm(1, C)'s [N, 1, C, H, W] is written)."""
+    source, result = view.operands[0], view.results[0]
+    if not (_image(source) and _image(result)):
+        return False
+    first, second = list(source.type.shape), list(result.type.shape)
+    if (len(first) == 5) == (len(second) == 5):
+        return first[:2] == second[:2]
+    if view.name == "tensor.reshape":
+        return False
+    grouped = first if len(first) == 5 else second
+    groups = sizes.reassociation(view)
+    return groups[0] + groups[1] == [0, 1, 2] and groups[1][-1] == 2 and \
+        (groups[0] == [0] or grouped[1] == 1)
+
+
 def _read(op: ir.Operation) -> list[ir.Value]:
     """The values `op` reads: a kernel's from above its body, any other op's operands."""
-    return ir.values_read_from_above(op) if op.name == "tkern.kernel" else list(op.operands)
+    return ir.values_read_from_above(op) if generated_kernel(op) else list(op.operands)
+
+
+def generated_kernel(op: ir.Operation) -> bool:
+    """Whether `op` is a kernel tessel generates: a tkern.kernel, or a loop nest left
+    unwrapped as one (a row kernel with a result of another type: a squeeze-excite
+    block's mean beside the f32 image it is the mean of)."""
+    return op.name == "tkern.kernel" or UNWRAPPED_KERNEL in op.attributes
 
 
 def _same_points(image: ir.Value, other: ir.Value) -> bool:
@@ -104,3 +143,95 @@ def _same_points(image: ir.Value, other: ir.Value) -> bool:
     first, second = list(image.type.shape), list(other.type.shape)
     return len(first) == len(second) and first[0] == second[0] and first[2:] == second[2:]
 
+
+
+# Convolutions whose weight is [O..., I, KH, KW] (a depthwise one's is [C, KH, KW]).
+_WEIGHTS_READ_4D = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw")
+# Ops of a kernel's body that treat every point of its rows alike, whatever their order.
+_ROW_ORDER_FREE = ("scf.forall", "scf.forall.in_parallel", "tensor.extract_slice",
+                   "tensor.parallel_insert_slice", "tensor.empty", "linalg.fill",
+                   "linalg.yield", "tkern.yield")
+
+
+def channels_last_weight_views(main: ir.Operation) -> frozenset[ir.Operation]:
+    """The views that make a kernel's [O, I * KH * KW] rows convolution weights (a
+    weight-standardized convolution's, normalized per output channel at every call),
+    and those that make its weight inputs such rows, where the kernel treats every
+    point of a row alike: the host then takes the rows in (KH, KW, I) order, reading
+    each input weight converted channels-last once per version and writing the
+    weight channels-last, as cuDNN takes it (converted at every call, 52 copies a
+    call of nfnet_l0). Each op returned is such a collapse or expand."""
+    views = set()
+    for op in main.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "tkern.kernel" and len(op.results) == 1:
+            views.update(_weight_rows(op))
+    return frozenset(views)
+
+
+def _weight_rows(kernel: ir.Operation) -> list[ir.Operation]:
+    """The views of `kernel`'s rows (channels_last_weight_views), or none where any
+    use or read of its rows is another, or its body may tell a row's points apart."""
+    (rows,) = kernel.results
+    if not isinstance(rows.type, ir.RankedTensorType) or not rows.type.has_static_shape:
+        return []
+    shape = list(rows.type.shape)
+    if len(shape) != 2 or shape[0] == shape[1]:
+        return []
+    expands = [ir.operation_of(use.owner) for use in rows.uses]
+    if not expands or not all(view is not None and _weight_expand(view) for view in expands):
+        return []
+    kernel_dims = [tuple(view.results[0].type.shape[len(sizes.reassociation(view)[0]):])
+                   for view in expands]
+    collapses = []
+    for value in ir.values_read_from_above(kernel):
+        owner = ir.operation_of(value.owner)
+        if not isinstance(value.type, ir.RankedTensorType) or value.type.rank == 0 or \
+                (owner is not None and owner.name == "tensor.empty"):
+            continue
+        if list(value.type.shape) == shape and owner is not None and \
+                owner.name == "tensor.collapse_shape" and \
+                isinstance(owner.operands[0].owner, ir.Block) and \
+                sizes.reassociation(owner) == [[0], list(range(1, owner.operands[0].type.rank))]:
+            collapses.append(owner)
+            kernel_dims.append(tuple(owner.operands[0].type.shape[1:]))
+        elif value.type.rank != 1 or value.type.shape[0] != shape[0]:
+            return []
+    if not collapses or len(set(kernel_dims)) != 1 or not _order_free(kernel):
+        return []
+    return expands + collapses
+
+
+def _weight_expand(view: ir.Operation) -> bool:
+    """Whether `view` splits rows [O, J] into a weight [O..., I, KH, KW] that only
+    2-D convolutions read (aten's, or a grouped one's [G, F, C, KH, KW])."""
+    if view.name != "tensor.expand_shape":
+        return False
+    groups = sizes.reassociation(view)
+    if len(groups) != 2 or len(groups[1]) != 3:
+        return False
+    for use in view.results[0].uses:
+        user = ir.operation_of(use.owner)
+        if user is None or user.name not in _WEIGHTS_READ_4D or use.operand_number != 1:
+            return False
+    return True
+
+
+def _order_free(kernel: ir.Operation) -> bool:
+    """Whether every op of `kernel`'s body treats each point of a row alike: slices of
+    whole rows, element-wise math and reductions through projected permutations, and
+    no op that reads a loop index."""
+    body = [op for top in kernel.regions[0].blocks[0].operations
+            for op in ir.ops_where(top, lambda _: True)]
+    for op in body:
+        if op.name == "linalg.generic":
+            if not all(m.is_projected_permutation for m in ir.indexing_maps(op)):
+                return False
+        elif op.name in ("tensor.extract_slice", "tensor.parallel_insert_slice"):
+            piece, whole = ((op.results[0], op.operands[0]) if op.name == "tensor.extract_slice"
+                            else op.operands[:2])
+            if whole.type.rank > 1 and list(piece.type.shape[1:]) != list(whole.type.shape[1:]):
+                return False
+        elif op.name not in _ROW_ORDER_FREE and op.name.split(".")[0] not in ("arith", "math"):
+            return False
+    return True

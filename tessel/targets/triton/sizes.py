@@ -55,7 +55,7 @@ def extent(value: ir.Value, dim: int) -> Extent:
     if name == "tensor.extract_slice":
         return _slice_extent(owner, dim)
     if name == "tensor.collapse_shape":
-        group = _reassociation(owner)[dim]
+        group = reassociation(owner)[dim]
         return _product([extent(owner.operands[0], d) for d in group])
     if name == "tensor.concat":
         if dim != ir.IntegerAttr(owner.attributes["dim"]).value:
@@ -122,7 +122,8 @@ def _kept_dims(sizes: list, result: ir.ShapedType) -> list[int]:
     return kept
 
 
-def _reassociation(op: ir.Operation) -> list[list[int]]:
+def reassociation(op: ir.Operation) -> list[list[int]]:
+    """An expand or collapse's dims of its higher-ranked side, per dim of the other."""
     return [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
             for group in ir.ArrayAttr(op.attributes["reassociation"])]
 

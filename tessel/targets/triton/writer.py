@@ -25,7 +25,7 @@ from tessel import ir
 from tessel.passes.form_kernels import sole_generic
 from tessel.passes.fuse_tiles import pooling_window
 from tessel.passes.tile_for_threads import loop_ranges
-from tessel.targets.triton import layouts, op_table, sizes
+from tessel.targets.triton import layouts, op_table, padded_reads, sizes
 from tessel.targets.triton.branch_guards import load_guards
 from tessel.targets.triton.dtypes import (
     HALF,
@@ -255,7 +255,7 @@ class KernelWriter:
         if self.channels_last and len(domain) in layouts.RANKS:
             # NCHW walked as NHWC (NCL as NLC): consecutive lanes step through channels,
             # the order of channels-last buffers in memory (coalesced loads and stores).
-            return [d for d in (1, *range(len(domain) - 1, 1, -1), 0) if domain[d] != 1]
+            return [d for d in reversed(layouts.memory_order(len(domain))) if domain[d] != 1]
         return [d for d in reversed(range(len(domain))) if domain[d] != 1]
 
     def walk_alone(self, extent: list[int | sympy.Symbol]) -> tuple[list[Index], str]:
@@ -331,15 +331,35 @@ class KernelWriter:
         if filled is not None:
             return filled, f"literal:{element_name(tile.base)}"
         point = through_map(affine_map, indices)
-        pointer = self.input_pointer(tile.base)
-        offset = address(strides(pointer, len(point)), tile.offsets, point)
         kind = "row" if not all(map(is_position, point)) else "scalar"
-        load = self.held(f"tl.load({pointer} + {text(offset)}{self.access_mask(kind)})",
-                         tile.base)
+        padding = padded_reads.padding_of(tile.base)
+        if padding is None:
+            pointer = self.input_pointer(tile.base)
+            offset = address(strides(pointer, len(point)), tile.offsets, point)
+            load = f"tl.load({pointer} + {text(offset)}{self.access_mask(kind)})"
+        else:
+            load = self.padded_load(padding, tile.offsets, point, kind)
+        load = self.held(load, tile.base)
         if load not in self.loads:  # one load per address, however many generics read it
             self.loads[load] = self.fresh()
             self.emit(f"{self.loads[load]} = {load}")
         return self.loads[load], kind
+
+    def padded_load(self, padding: padded_reads.Padding, offsets: list[Index],
+                    point: list[Index], kind: str) -> str:
+        """The load of a padded tensor's point from its source (padded_reads.py): the
+        point less the low padding, the pad value outside the source's bounds."""
+        pointer = self.input_pointer(padding.source)
+        at = [offset + index - low for offset, index, low in zip(offsets, point, padding.low)]
+        shape = ir.ShapedType(padding.source.type).shape
+        inside = [f"({text(index)} >= 0) & ({text(index)} < {size})"
+                  for index, size, low, high in zip(at, shape, padding.low, padding.high)
+                  if low or high]
+        lanes = ["mask"] if kind == "row" else ["row_mask"] if self.partial_rows else []
+        mask = " & ".join(lanes + inside)
+        offset = address(strides(pointer, len(at)), [ZERO] * len(at), at)
+        return f"tl.load({pointer} + {text(offset)}" + (
+            f", mask={mask}, other={padding.value})" if mask else ")")
 
     def in_row_order(self, value: ir.Value, affine_map: ir.AffineMap, indices: list[Index],
                      window: frozenset[int]) -> bool:
