@@ -389,6 +389,20 @@ def test_half_precision_global_average_pooling_reduces_from_its_constant_init(tm
     assert re.search(r"= 0\.0 \+ v\d+\n", kernels)  # the init folded as a literal into the f32 sum
 
 
+def _host_program_of_half_convolutions(model, x, dump_dir) -> str:
+    """The host program of half `model` compiled for the Triton target, checked
+    against eager on `x`."""
+    model = model.eval().half()
+    with torch.no_grad():
+        # The bias is added to the convolution's half result (convolution-bias-after),
+        # a second rounding that eager's convolution with its bias does not make.
+        torch.testing.assert_close(compile_triton(model, dump_dir)(x), model(x),
+                                   atol=1e-3, rtol=1e-2)
+    assert_compiled()
+    _, host = generated_files(dump_dir)
+    return host
+
+
 def test_half_kernel_results_that_readers_round_are_stored_in_half(tmp_path):
     """SqueezeNet's fire module in half precision: each expand convolution's bias is
     added in f32 by a kernel of its own, and the concatenation that reads both sums
@@ -406,14 +420,8 @@ def test_half_kernel_results_that_readers_round_are_stored_in_half(tmp_path):
             x = self.squeeze(x).relu()
             return torch.cat([self.expand1x1(x).relu(), self.expand3x3(x).relu()], 1)
 
-    model, x = Fire().eval().half(), torch.randn(2, 8, 9, 9, dtype=torch.float16)
-    with torch.no_grad():
-        # The bias is added to the convolution's half result (convolution-bias-after),
-        # a second rounding that eager's convolution with its bias does not make.
-        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x),
-                                   atol=1e-3, rtol=1e-2)
-    assert_compiled()
-    _, host = generated_files(tmp_path / "dump")
+    host = _host_program_of_half_convolutions(
+        Fire(), torch.randn(2, 8, 9, 9, dtype=torch.float16), tmp_path / "dump")
     assert host.count("torch.convolution(") == 3
     assert "torch.float32" not in host
 
@@ -435,13 +443,8 @@ def test_a_row_kernels_half_results_that_readers_round_are_stored_in_half(tmp_pa
             scale = self.expand(F.silu(self.reduce(x.mean((2, 3), keepdim=True))))
             return x * scale.sigmoid()
 
-    model, x = SqueezeExcite().eval().half(), torch.randn(2, 16, 12, 12, dtype=torch.float16)
-    with torch.no_grad():
-        # Bias added after the convolutions' rounded results, as in the test above.
-        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x),
-                                   atol=1e-3, rtol=1e-2)
-    assert_compiled()
-    _, host = generated_files(tmp_path / "dump")
+    host = _host_program_of_half_convolutions(
+        SqueezeExcite(), torch.randn(2, 16, 12, 12, dtype=torch.float16), tmp_path / "dump")
     assert "torch.float32" not in host
 
 

@@ -178,16 +178,24 @@ def test_caches_updated_before_a_native_attention_are_written_by_their_piece():
     """The graph is split around the fused attention; the caches' writes, which
     aot_autograd puts at the graph's end (in the last piece), go into the piece that
     scatters, which writes them in place: nothing is copied back."""
-    keys, positions, new_keys, query = _cache_args()
+    keys, _, new_keys, _ = _cache_args()
     values, new_values = torch.randn_like(keys), torch.randn_like(new_keys)
-    query = torch.randn(2, 6, 1, 4)
+    first, second = _decode_steps(keys, values, new_keys, new_values, torch.randn(2, 6, 1, 4))
+    assert len(first["native_ops"]) == 1, first  # the first call compiled the pieces
+    assert second["inputs_written_in_place"] == 2, second
+    assert second["inputs_copied_back"] == 0, second
+
+
+def _decode_steps(keys, values, new_keys, new_values, query) -> list[dict]:
+    """Two steps of _cache_update_then_attention compiled for the Triton target, at
+    positions 4 and 5, each checked against eager (its result and both caches); each
+    step's counters."""
     expected_keys, expected_values = keys.clone(), values.clone()
     compiled = _compiled(_cache_update_then_attention, "triton")
-    tessel.reset_stats()
+    counters = []
     for step in range(2):
-        if step:  # the second call's counters; the first compiled the pieces
-            assert len(tessel.stats()["native_ops"]) == 1, tessel.stats()
-            tessel.reset_stats()
+        tessel.reset_stats()
+        positions = torch.tensor([4 + step])
         with torch.no_grad():
             expected = _cache_update_then_attention(expected_keys, expected_values, positions,
                                                     new_keys, new_values, query)
@@ -195,9 +203,8 @@ def test_caches_updated_before_a_native_attention_are_written_by_their_piece():
         torch.testing.assert_close(actual, expected)
         torch.testing.assert_close(keys, expected_keys)
         torch.testing.assert_close(values, expected_values)
-    counters = tessel.stats()
-    assert counters["inputs_written_in_place"] == 2, counters
-    assert counters["inputs_copied_back"] == 0, counters
+        counters.append(tessel.stats())
+    return counters
 
 
 def test_caches_of_one_head_whose_repeats_are_views_are_written_in_place():
@@ -209,22 +216,9 @@ def test_caches_of_one_head_whose_repeats_are_views_are_written_in_place():
     torch.manual_seed(0)
     keys, values = torch.randn(2, 1, 10, 4), torch.randn(2, 1, 10, 4)
     new_keys, new_values = torch.randn(2, 1, 1, 4), torch.randn(2, 1, 1, 4)
-    positions, query = torch.tensor([4]), torch.randn(2, 2, 1, 4)
-    expected_keys, expected_values = keys.clone(), values.clone()
-    compiled = _compiled(_cache_update_then_attention, "triton")
-    for step in range(2):
-        tessel.reset_stats()
-        positions = torch.tensor([4 + step])
-        with torch.no_grad():
-            expected = _cache_update_then_attention(expected_keys, expected_values, positions,
-                                                    new_keys, new_values, query)
-            actual = compiled(keys, values, positions, new_keys, new_values, query)
-        torch.testing.assert_close(actual, expected)
-        torch.testing.assert_close(keys, expected_keys)
-        torch.testing.assert_close(values, expected_values)
-    counters = tessel.stats()
-    assert counters["inputs_written_in_place"] == 2, counters
-    assert counters["inputs_copied_back"] == 0, counters
+    _, second = _decode_steps(keys, values, new_keys, new_values, torch.randn(2, 2, 1, 4))
+    assert second["inputs_written_in_place"] == 2, second
+    assert second["inputs_copied_back"] == 0, second
 
 
 def _cache_update_reading_the_old_cache(cache, positions, new, query):

@@ -112,7 +112,7 @@ def narrowed_values(module: ir.Module) -> dict[ir.Value, str]:
 def _stores_its_results(op: ir.Operation) -> bool:
     """Whether `op` is a Triton kernel whose results stores.py writes (a scan writes
     its own)."""
-    return is_kernel(op) and op.name not in ("tkern.library_call", "tm_tensor.scan")
+    return layouts.generated_kernel(op) and op.name != "tm_tensor.scan"
 
 
 def _rounded_on_read(value: ir.Value, half: ir.Type) -> list[ir.Value]:
