@@ -3,6 +3,9 @@ backend judged as PyTorch's harness judges them, a generate row, train rows on b
 targets, and the suite's timeout and resume."""
 
 import json
+import os
+import subprocess
+import time
 
 import pytest
 import torch
@@ -226,3 +229,30 @@ def test_every_hf_entry_has_a_config_class_and_a_model_class():
         assert hasattr(transformers, entry.config), name
         assert hasattr(transformers, entry.model), name
         assert entry.inputs in ("text", "seq2seq", "image", "speech"), name
+
+
+def _becomes_stopped(pid: int, stopped: bool) -> bool:
+    """Whether process `pid` is (or is not) stopped within a second: a signal lands after
+    kill() returns."""
+    for _ in range(50):
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        if (state == "T") == stopped:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_timing_pauses_the_suites_other_rows_and_resumes_them(tmp_path, monkeypatch):
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        peers = tmp_path / "peers"
+        peers.write_text(f"{other.pid} {os.getpgrp()}")
+        monkeypatch.setenv(measure.PEERS_ENV, str(peers))
+        with measure.others_paused():
+            assert _becomes_stopped(other.pid, True)
+        assert _becomes_stopped(other.pid, False)
+        medians = measure.timed(lambda: None, lambda: None, "cpu", 2)
+        assert all(m is not None for m in medians) and _becomes_stopped(other.pid, False)
+    finally:
+        other.kill()
+        other.wait()

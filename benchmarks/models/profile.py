@@ -39,9 +39,12 @@ from benchmarks.models.runner import MODES, find_spec
 from tessel.targets.cpu import kernel_timer
 
 
-def device_profile(call, device: str, calls: int) -> list:
-    """The profiler's events averaged by name over `calls` calls, after a warm-up call."""
-    call()
+def device_profile(call, device: str, calls: int, warmup: int = 3) -> list:
+    """The profiler's events averaged by name over `calls` calls, after `warmup` calls: as
+    many as the suite's rows take, since a training step's second call compiles again
+    (the optimizer's state exists from then on) and Inductor autotunes in it."""
+    for _ in range(warmup):
+        call()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     kernel_timer.reset()
     with profile(activities=activities) as prof:

@@ -8,7 +8,8 @@ Each row runs `python -m benchmarks.models.runner` in its own process (its own s
 killed as a group at --timeout), with empty Inductor, tessel and Triton cache
 directories, so that first calls compile from scratch. Up to --jobs processes run at
 once; they build, compile and warm up side by side, but time one at a time (a file lock
-around each one's timed calls), and each gets cores/jobs compile workers and threads.
+around each one's timed calls, during which the others are paused: measure.timed), and
+each gets cores/jobs compile workers and threads.
 A row already in --results is skipped, so one command continues another's run: with
 --budget, no row starts after that many seconds, and rows still running then are
 stopped and left to the next command. See benchmarks/README.md, "Model suite".
@@ -17,6 +18,7 @@ stopped and left to the next command. See benchmarks/README.md, "Model suite".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import fnmatch
 import json
@@ -30,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.models import catalog
+from benchmarks.models import catalog, measure
 from benchmarks.models.runner import BACKENDS, MODES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +116,8 @@ def done_keys(results: Path) -> set[tuple]:
 class Process:
     """A runner process for one task, with its row file, log and cache directories."""
 
-    def __init__(self, task: Task, args: argparse.Namespace, workdir: Path, logs: Path):
+    def __init__(self, task: Task, args: argparse.Namespace, workdir: Path, logs: Path,
+                 peers: Path):
         self.task = task
         self.fields = task.fields(args)
         self.dir = Path(tempfile.mkdtemp(prefix=f"{task.file_stem}.", dir=workdir))
@@ -127,7 +130,8 @@ class Process:
                    TESSEL_CACHE_DIR=str(self.dir / "tessel"),
                    TRITON_CACHE_DIR=str(self.dir / "triton"),
                    TORCHINDUCTOR_COMPILE_THREADS=str(share),
-                   TESSEL_COMPILE_PROCESSES=str(share))
+                   TESSEL_COMPILE_PROCESSES=str(share),
+                   **{measure.PEERS_ENV: str(peers)})
         command = [sys.executable, "-m", "benchmarks.models.runner",
                    "--model", task.spec.name, "--kind", task.spec.kind,
                    "--backend", task.backend, "--mode", task.mode, "--device", args.device,
@@ -143,6 +147,10 @@ class Process:
             # Its own session: a timeout kills the compile workers it started too.
             self.popen = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
                                           stderr=subprocess.STDOUT, start_new_session=True)
+
+    def resume(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGCONT)
 
     @property
     def seconds(self) -> float:
@@ -176,6 +184,14 @@ class Process:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def write_peers(peers: Path, running: list[Process]) -> None:
+    """The running rows' process groups (each runner leads its own session), for the one
+    that times to pause (measure.others_paused); replaced whole, never read half-written."""
+    partial = peers.with_suffix(".partial")
+    partial.write_text(" ".join(str(p.popen.pid) for p in running))
+    os.replace(partial, peers)
+
+
 def last_line(path: Path) -> str:
     lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1][:300] if lines else "(no output)"
@@ -206,10 +222,12 @@ def run(args: argparse.Namespace) -> int:
     running: list[Process] = []
     finished = 0
     with tempfile.TemporaryDirectory(prefix="model-suite-") as workdir:
+        peers = Path(workdir) / "peers"
         while pending or running:
             over_budget = args.budget is not None and time.monotonic() - start > args.budget
             while pending and len(running) < args.jobs and not over_budget:
-                running.append(Process(pending.pop(0), args, Path(workdir), logs))
+                running.append(Process(pending.pop(0), args, Path(workdir), logs, peers))
+            write_peers(peers, running)
             for process in list(running):
                 timed_out = process.seconds > args.timeout
                 if process.popen.poll() is None and not timed_out and not over_budget:
@@ -217,6 +235,11 @@ def run(args: argparse.Namespace) -> int:
                 running.remove(process)
                 if process.popen.poll() is None:
                     process.kill()
+                write_peers(peers, running)
+                if process.popen.returncode != 0:
+                    # Killed or crashed, maybe while it timed: the others it paused go on.
+                    for other in running:
+                        other.resume()
                     if not timed_out:  # stopped by the budget: the next command runs it
                         print(f"stopped {process.task.label} (budget)", file=sys.stderr)
                         process.remove()
