@@ -139,7 +139,10 @@ def _gpu(templates: bool) -> str:
                             "duplicate-cheap-producers,",
                   # Values computed from indices alone, once fused, are computed
                   # again in each reader's kernel instead of loaded.
-                  fused="recompute-index-values,func.func(linalg-fuse-elementwise-ops),",
+                  # After elementwise fusion, whose folding of reshapes into their
+                  # readers would expand collapsed producers again.
+                  fused="recompute-index-values,func.func(linalg-fuse-elementwise-ops),"
+                        "collapse-elementwise-producers,",
                   # A norm of one token's row is a row kernel too.
                   unit_dims_folded="whole-reductions-as-rows,") +
         "form-kernels," + (epilogues if templates else "")

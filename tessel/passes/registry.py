@@ -32,6 +32,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.convolutions_to_gemm",
     "tessel.passes.distinct_results",
     "tessel.passes.duplicate_cheap_producers",
+    "tessel.passes.collapse_elementwise_producers",
     "tessel.passes.fold_bias_into_gemm",
     "tessel.passes.fold_transposes_into_matmul",
     "tessel.passes.form_kernels",
