@@ -107,3 +107,39 @@ def test_an_input_laid_out_otherwise_than_traced_is_viewed_by_its_view_op(monkey
     args = (column_major, x) if weight == "arg0" else (x, column_major)
     (result,) = host(*args)
     torch.testing.assert_close(result, fn(x, w))
+
+
+def _heads_merged(attention, weight):
+    batch, heads, tokens, dims = attention.shape
+    return (attention.transpose(1, 2).reshape(batch, tokens, heads * dims) @ weight).relu()
+
+
+def test_an_input_the_graph_permutes_into_its_memory_order_is_a_view(tmp_path):
+    """Attention's output as fused attention lays it out, (batch, tokens, heads, dims)
+    in memory, transposed to that and merged before the projection: the host permutes
+    it into memory order, the transposes cancel, and the gemm reads a view of it; no
+    kernel copies it first."""
+    torch.manual_seed(0)
+    attention = torch.randn(2, 16, 4, 8).transpose(1, 2)
+    weight = torch.randn(32, 16)
+    compiled = compile_triton(_heads_merged, tmp_path / "dump")
+    torch.testing.assert_close(compiled(attention, weight), _heads_merged(attention, weight))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    first_kernel = host.index("launch_main_kernel", host.index("def host"))
+    assert ".permute([0, 2, 1, 3])" in host and host.index("torch.mm(") < first_kernel, host
+    # Laid out otherwise than traced, it is still read right.
+    contiguous = attention.contiguous()
+    torch.testing.assert_close(compiled(contiguous, weight), _heads_merged(contiguous, weight))
+
+
+def test_negative_a_channels_last_input_of_a_convolution_is_passed_as_it_is(tmp_path):
+    """A permuted input that the graph does not permute into memory order (a
+    convolution's channels-last image) reaches cuDNN as the caller passed it."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(8, 16, 3, padding=1).eval()
+    image = torch.randn(2, 8, 16, 16).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(conv, tmp_path / "dump")(image), conv(image))
+    _, host = generated_files(tmp_path / "dump")
+    assert ".permute(" not in host and "torch.convolution(arg" in host, host

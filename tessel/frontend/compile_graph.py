@@ -213,9 +213,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, input_values(gm)))
         prepared = rewrite_dynamic_views(allocate_empty_values(mutations_as_results(gm)))
-        orders = {}
-        if not target.reads_strided_inputs:
-            prepared, orders = permuting_inputs(prepared)
+        prepared, orders = permuting_inputs(prepared, target.reads_strided_inputs)
         import_module, signature = prepare_graph(prepared, target.devices(), mutated_inputs(gm))
         signature.inputs = [dataclasses.replace(arg, permutation=orders[arg.name])
                             if arg.name in orders else arg for arg in signature.inputs]

@@ -37,7 +37,8 @@ class Target(ABC):
     # Whether compiled graphs can be stored on disk (see load_cached).
     caches_graphs: ClassVar[bool] = False
     # Whether compiled code reads inputs through their strides; where not, the host
-    # program gets them contiguous (frontend/permuted_inputs.py).
+    # program gets them contiguous (frontend/permuted_inputs.py); where so, it gets in
+    # memory order only those that the graph permutes into it.
     reads_strided_inputs: ClassVar[bool] = False
 
     @staticmethod

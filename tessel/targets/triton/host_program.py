@@ -400,6 +400,14 @@ class _HostWriter:
             and graph_input.rank and graph_input.permutation is None
             and ir.ShapedType(argument.type).has_static_shape
             and ir.ShapedType(argument.type).rank == len(graph_input.stride)}
+        # A permuted input (frontend/permuted_inputs.py), permuted back first, is
+        # contiguous where it was traced so.
+        self.layouts |= {
+            graph_input.name: strided_views.contiguous(
+                tuple(ir.ShapedType(argument.type).shape), f"{graph_input.name}.is_contiguous()")
+            for argument, graph_input in zip(block.arguments, signature.inputs)
+            if isinstance(graph_input, TensorInput) and graph_input.permutation is not None
+            and ir.ShapedType(argument.type).has_static_shape}
         self.ops = [op.operation for op in block.operations]
         # Results that their kernel writes into the input they are the new value of
         # (write-inputs-in-place), to that input's name.
@@ -1079,6 +1087,8 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     preamble.append(f"device = {device}")
     preamble.append("empty_strided = allocator(device)")
     preamble += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors if not arg.rank]
+    preamble += [f"{arg.name} = {arg.name}.permute({list(arg.permutation)})"
+                 for arg in tensors if arg.permutation is not None]
     if channels_last:
         preamble.append("capturing = recording_cuda_graph(device)")
     statements = writer.write()
