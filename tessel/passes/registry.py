@@ -62,6 +62,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.split_reductions",
     "tessel.passes.tile_for_threads",
     "tessel.passes.time_kernels",
+    "tessel.passes.transpose_in_blocks",
     "tessel.passes.trim_window_inputs",
     "tessel.passes.truncate_through_f32",
     "tessel.passes.whole_reductions_as_rows",
