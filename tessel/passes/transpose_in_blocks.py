@@ -45,11 +45,11 @@ class TransposeInBlocksPass(ModulePass):
             handle = f"%transposes{number}"
             loops = ", ".join("!transform.any_op" for size in sizes if size)
             apply_to_marked(module, ops, MARK, [
-                f"{handle} = transform.structured.match attributes {{{MARK}}} in %module "
-                ": (!transform.any_op) -> !transform.any_op",
-                f"%tile{number}, %loops{number}:{sum(1 for s in sizes if s)} = "
-                f"transform.structured.tile_using_for {handle} tile_sizes {list(sizes)} "
-                f": (!transform.any_op) -> (!transform.any_op, {loops})",
+                (f"{handle} = transform.structured.match attributes {{{MARK}}} in %module "
+                 ": (!transform.any_op) -> !transform.any_op"),
+                (f"%tile{number}, %loops{number}:{sum(1 for s in sizes if s)} = "
+                 f"transform.structured.tile_using_for {handle} tile_sizes {list(sizes)} "
+                 f": (!transform.any_op) -> (!transform.any_op, {loops})"),
             ])
 
     def tile_sizes(self, op: ir.Operation) -> tuple[int, ...] | None:
