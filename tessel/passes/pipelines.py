@@ -52,8 +52,9 @@ register_pipeline(
     "builtin.module(inline-kernels,"
     "func.func(refback-generalize-tensor-pad),"
     "func.func(refback-generalize-tensor-concat),"
-    # Write tiles straight into their destination instead of a temporary + copy.
-    "eliminate-empty-tensors,"
+    # Write tiles straight into their destination instead of a temporary + copy (a
+    # concatenation's operands too, once its slices are inserted as they are computed).
+    "insert-slices-early,eliminate-empty-tensors,"
     "func.func(tm-tensor-bufferize),"
     "bufferize,"
     # Big tile loops run on all cores (each thread owns its temporaries); the others

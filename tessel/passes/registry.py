@@ -44,6 +44,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.inline_gathered_producers",
     "tessel.passes.hold_half_in_f32",
     "tessel.passes.inline_kernels",
+    "tessel.passes.insert_slices_early",
     "tessel.passes.internalize_functions",
     "tessel.passes.launch_with_openmp",
     "tessel.passes.library_calls",
