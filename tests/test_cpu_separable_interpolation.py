@@ -20,6 +20,7 @@ def _decomposed_graph(dump) -> str:
     ((2, 8, 16, 16), {"size": (64, 64), "align_corners": True}),
     ((1, 3, 5, 7), {"size": (13, 9), "align_corners": False}),
     ((1, 3, 6, 10), {"scale_factor": 2.5}),
+    ((1, 3, 6, 10), {"scale_factor": 2}),
     ((1, 3, 6, 10), {"scale_factor": (1.5, 0.5), "recompute_scale_factor": True}),
 ])
 def test_bilinear_by_dims(tmp_path, shape, arguments):

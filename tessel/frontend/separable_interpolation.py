@@ -77,7 +77,7 @@ def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corn
                  recompute_scale_factor=None, antialias=False):
     """F.interpolate, whose linear modes go by dims (`upsample_linear_by_dims`) for a
     floating-point map of static size on the CPU, in a graph that is not differentiated
-    through it, with the plain forms of arguments: an int size or float scales per
+    through it, with the plain forms of arguments: an int size or number scales per
     spatial dim. Every other call is F.interpolate's own."""
     dims = input.dim() - 2
     sizes = _per_dim(size, dims) if size is not None else None
@@ -88,13 +88,15 @@ def _interpolate(input, size=None, scale_factor=None, mode="nearest", align_corn
              and (sizes is None) != (factors is None)
              and all(isinstance(n, int) for n in input.shape)
              and all(isinstance(n, int) for n in sizes or [])
-             and all(isinstance(f, float) for f in factors or []))
+             and all(isinstance(f, (int, float)) and not isinstance(f, bool)
+                     for f in factors or []))
     if not plain:
         return F.interpolate(input, size, scale_factor, mode, align_corners,
                              recompute_scale_factor, antialias)
     if sizes is not None:
         return upsample_linear_by_dims(input, sizes, bool(align_corners), [None] * dims)
     # F.interpolate's output size from scales, and the scales its kernel then uses.
+    factors = [float(f) for f in factors]
     sizes = [math.floor(float(n) * f) for n, f in zip(input.shape[2:], factors)]
     scales = [None] * dims if recompute_scale_factor else factors
     return upsample_linear_by_dims(input, sizes, bool(align_corners), scales)
