@@ -21,6 +21,7 @@ from tessel.frontend.inference_cache import (
     remembering_inference,
 )
 from tessel.frontend.partitioner import partition_function
+from tessel.frontend.separable_interpolation import interpolate_by_dims
 from tessel.options import parse_options
 
 
@@ -73,7 +74,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
             keep_inference_input_mutations=True,
         )
         try:
-            return backend(gm, example_inputs)
+            return backend(interpolate_by_dims(gm), example_inputs)
         # What Dynamo itself handles: its restarts and skips, and the user's errors
         # (an IndexError of a dim out of range) that it raises as they are.
         except (RestartAnalysis, SkipFrame, ShortenTraceback, IndexError):

@@ -41,7 +41,7 @@ register_pipeline(
     # ~10% faster than one single-threaded call per row block with its epilogue fused
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.
     + _fusion("fuse-tiles{gemm-epilogues=false}") +
-    "overwrite-zero-accumulators,tile-for-threads,contiguous-innermost-loop,"
+    "overwrite-zero-accumulators,tile-for-threads,contiguous-innermost-loop,transpose-in-blocks,"
     "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels,"
     "write-inputs-in-place)",
     "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",
@@ -52,8 +52,9 @@ register_pipeline(
     "builtin.module(inline-kernels,"
     "func.func(refback-generalize-tensor-pad),"
     "func.func(refback-generalize-tensor-concat),"
-    # Write tiles straight into their destination instead of a temporary + copy.
-    "eliminate-empty-tensors,"
+    # Write tiles straight into their destination instead of a temporary + copy (a
+    # concatenation's operands too, once its slices are inserted as they are computed).
+    "insert-slices-early,eliminate-empty-tensors,"
     "func.func(tm-tensor-bufferize),"
     "bufferize,"
     # Big tile loops run on all cores (each thread owns its temporaries); the others
