@@ -17,13 +17,24 @@ func.func @matmul(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>)
 
 // -----
 
-// A batch_matmul of large matrices loops over the batch, one (multi-threaded) gemm
-// per matrix.
+// A batch_matmul of large matrices chooses at run time: where OpenMP's thread count
+// divides its 2 matrices, one matrix per iteration of a loop across threads; else a
+// loop over the batch, one (multi-threaded) gemm per matrix.
+// CHECK:       llvm.func @omp_get_max_threads() -> i32
 // CHECK:       llvm.func @dgemm_
 // CHECK-LABEL: func.func @batch_matmul
-// CHECK-NOT:     __launch
-// CHECK:         scf.for %[[I:.*]] =
-// CHECK:           call @tessel_gemm_f64(
+// CHECK:         %[[THREADS:.*]] = llvm.call @omp_get_max_threads() : () -> i32
+// CHECK:         %[[COUNT:.*]] = arith.index_cast %[[THREADS]] : i32 to index
+// CHECK:         %[[LEFT:.*]] = arith.remui %c2{{(_[0-9]+)?}}, %[[COUNT]] : index
+// CHECK:         %[[EVEN:.*]] = arith.cmpi eq, %[[LEFT]], %c0
+// CHECK:         scf.if %[[EVEN]] {
+// CHECK-NOT:       scf.for
+// CHECK:           call @tessel_gemm_batch_0__launch(%c0{{(_[0-9]+)?}}, %c2{{(_[0-9]+)?}},
+// CHECK:         } else {
+// CHECK:           scf.for %[[I:.*]] =
+// CHECK:             call @tessel_gemm_f64(
+// CHECK:       func.func private @tessel_gemm_batch_0(
+// CHECK:         call @tessel_gemm_f64(
 func.func @batch_matmul(%a: memref<2x256x256xf64>, %b: memref<2x256x128xf64>, %c: memref<2x256x128xf64>) {
   linalg.batch_matmul ins(%a, %b : memref<2x256x256xf64>, memref<2x256x128xf64>) outs(%c : memref<2x256x128xf64>)
   return

@@ -13,7 +13,10 @@ OPENMP_DECLARATIONS = {
     "GOMP_parallel": "llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)",
     "omp_get_thread_num": "llvm.func @omp_get_thread_num() -> i32",
     "omp_get_num_threads": "llvm.func @omp_get_num_threads() -> i32",
+    "omp_get_max_threads": "llvm.func @omp_get_max_threads() -> i32",
 }
+# The team size a parallel region started here would get (library-calls reads it).
+OPENMP_THREADS = "omp_get_max_threads"
 
 
 def _symbol(op: ir.Operation) -> str:

@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from torch_mlir.dialects import arith, func, linalg, memref, scf
+from torch_mlir.dialects import arith, func, linalg, llvm, memref, scf
 
 from tessel import ir
 from tessel.passes.contractions import is_multiply_accumulate
@@ -14,6 +14,7 @@ from tessel.passes.convolution_calls import (
     is_library_convolution,
     replace_with_calls,
 )
+from tessel.passes.launch_with_openmp import OPENMP_DECLARATIONS, OPENMP_THREADS
 from tessel.passes.outline_parallel_loops import outline
 from tessel.passes.registry import ModulePass, register
 
@@ -213,7 +214,12 @@ class LibraryCallsPass(ModulePass):
     single-threaded gemm each (BLAS called inside a parallel region), instead of one
     multi-threaded gemm after another, whose every call pays the threads' fork and
     join for a few microseconds of work (as eager's batched MKL gemm splits the
-    batch). Larger matrices keep one multi-threaded gemm each.
+    batch). A batch of larger matrices (a 1x1 convolution's images) chooses when it
+    runs: where the thread count divides the number of matrices, each thread takes
+    the same number of whole matrices, one single-threaded gemm each (as eager's
+    convolution splits its images), instead of every gemm splitting its matrix across
+    the threads; other thread counts (more threads than images) keep one
+    multi-threaded gemm per matrix.
     """
 
     name: ClassVar[str] = "library-calls"
@@ -233,29 +239,47 @@ class LibraryCallsPass(ModulePass):
         for number, (op, contraction) in enumerate(found):
             if contraction.element not in helpers:
                 helpers[contraction.element] = _declare_helper(module, contraction.element)
-            if self.batch_across_threads(op, contraction):
-                loop = _emit_batch_parallel_gemm(op, contraction, helpers[contraction.element])
-                outline(loop, f"tessel_gemm_batch_{number}", module_body)
-            else:
-                _emit_gemm(op, contraction, helpers[contraction.element])
+            helper, batch_name = helpers[contraction.element], f"tessel_gemm_batch_{number}"
+            matrices = _static_matrices(op, contraction)
+            with ir.InsertionPoint(op), op.location:
+                if matrices is not None and self.small(op, contraction):
+                    outline(_emit_batch_parallel_gemm(op, contraction, helper), batch_name,
+                            module_body)
+                elif matrices is not None:
+                    _emit_gemms_by_thread_count(op, contraction, helper, batch_name,
+                                                matrices, module)
+                else:
+                    _emit_gemm(op, contraction, helper)
             op.erase()
         replace_with_calls(module, convolutions)
 
 
-    def batch_across_threads(self, op: ir.Operation, c: Contraction) -> bool:
-        """Whether `op`'s matrices are small enough, and several, to run one per thread."""
-        if op.parent.name != "func.func":  # already inside a loop of threads, or any loop
-            return False
-        maps = [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
-        sizes = _loop_sizes([v.type for v in op.operands], [_pure_dims(m) for m in maps],
-                            maps[0].n_dims)
-        dims = [c.m, c.n, c.k, *c.batch]
-        # A batch dim that C lacks (a second reduction) adds into the same matrix.
-        if any(d not in sizes for d in dims) or any(d not in c.operand_dims[2] for d in c.batch):
-            return False
-        matrices = math.prod(sizes[d] for d in c.batch)
-        return matrices >= 2 and sizes[c.m] * sizes[c.n] * sizes[c.k] <= (
-            self.batch_threads_max_multiply_adds)
+    def small(self, op: ir.Operation, c: Contraction) -> bool:
+        """Whether each of `op`'s matrices is small enough to run one per thread at any
+        thread count."""
+        sizes = _sizes(op)
+        return sizes[c.m] * sizes[c.n] * sizes[c.k] <= self.batch_threads_max_multiply_adds
+
+
+def _sizes(op: ir.Operation) -> dict[int, int]:
+    maps = [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
+    return _loop_sizes([v.type for v in op.operands], [_pure_dims(m) for m in maps],
+                       maps[0].n_dims)
+
+
+def _static_matrices(op: ir.Operation, c: Contraction) -> int | None:
+    """How many matrices `op` computes, if several, of static sizes, each written by one
+    gemm of its own, in a function's body (not already inside a loop of threads, or any
+    loop); else None."""
+    if op.parent.name != "func.func":
+        return None
+    sizes = _sizes(op)
+    # A batch dim that C lacks (a second reduction) adds into the same matrix.
+    if (any(d not in sizes for d in [c.m, c.n, c.k, *c.batch])
+            or any(d not in c.operand_dims[2] for d in c.batch)):
+        return None
+    matrices = math.prod(sizes[d] for d in c.batch)
+    return matrices if matrices >= 2 else None
 
 
 def _with_overwrite(op: ir.Operation, c: Contraction) -> Contraction:
@@ -331,45 +355,69 @@ class _GemmCalls:
             arith.constant(self.element, 0.0 if c.overwrites else 1.0)])
 
 
+def _emit_gemms_by_thread_count(op: ir.Operation, c: Contraction, helper: str, name: str,
+                                matrices: int, module: ir.Operation) -> None:
+    """At the insertion point: if OpenMP's thread count divides `matrices`, `op`'s
+    matrices across threads (outlined as `name`), else one gemm after another."""
+    module_body = module.regions[0].blocks[0]
+    if not any(existing.operation.name == "llvm.func"
+               and ir.StringAttr(existing.operation.attributes["sym_name"]).value == OPENMP_THREADS
+               for existing in module_body.operations):
+        declaration = ir.Module.parse(OPENMP_DECLARATIONS[OPENMP_THREADS], module.context)
+        declaration.body.operations[0].operation.move_before(module_body.operations[0])
+    index = ir.IndexType.get()
+    threads = arith.index_cast(index, llvm.call(ir.IntegerType.get_signless(32), [], [], [],
+                                                callee=OPENMP_THREADS))
+    balanced = arith.cmpi(arith.CmpIPredicate.eq,
+                          arith.remui(arith.constant(index, matrices), threads),
+                          arith.constant(index, 0))
+    choice = scf.IfOp(balanced, [], has_else=True)
+    with ir.InsertionPoint(choice.then_block):
+        outline(_emit_batch_parallel_gemm(op, c, helper), name, module_body)
+        scf.yield_([])
+    with ir.InsertionPoint(choice.else_block):
+        _emit_gemm(op, c, helper)
+        scf.yield_([])
+
+
 def _emit_gemm(op: ir.Operation, c: Contraction, helper: str) -> None:
-    """Loops over the batch dims around one helper call per (m, n) matrix."""
-    with ir.InsertionPoint(op), op.location:
-        calls = _GemmCalls(op, c, helper)
-        index = ir.IndexType.get()
-        zero, one = arith.constant(index, 0), arith.constant(index, 1)
+    """At the insertion point: loops over the batch dims around one helper call per
+    (m, n) matrix."""
+    calls = _GemmCalls(op, c, helper)
+    index = ir.IndexType.get()
+    zero, one = arith.constant(index, 0), arith.constant(index, 1)
 
-        def loop_over(batch_dims: list[int], offsets: list[ir.Value]) -> None:
-            if not batch_dims:
-                calls.call(offsets)
-                return
-            loop = scf.ForOp(zero, calls.extent(batch_dims[0]), one)
-            with ir.InsertionPoint(loop.body):
-                loop_over(batch_dims[1:],
-                          calls.moved(offsets, batch_dims[0], loop.induction_variable))
-                scf.yield_([])
+    def loop_over(batch_dims: list[int], offsets: list[ir.Value]) -> None:
+        if not batch_dims:
+            calls.call(offsets)
+            return
+        loop = scf.ForOp(zero, calls.extent(batch_dims[0]), one)
+        with ir.InsertionPoint(loop.body):
+            loop_over(batch_dims[1:],
+                      calls.moved(offsets, batch_dims[0], loop.induction_variable))
+            scf.yield_([])
 
-        loop_over(c.batch, calls.offsets())
+    loop_over(c.batch, calls.offsets())
 
 
 def _emit_batch_parallel_gemm(op: ir.Operation, c: Contraction, helper: str) -> ir.Operation:
-    """One scf.parallel over all of `op`'s matrices (its batch dims, of static sizes,
-    linearized), a helper call each; returns the loop."""
-    with ir.InsertionPoint(op), op.location:
-        calls = _GemmCalls(op, c, helper)
-        index = ir.IndexType.get()
-        extents = [ir.MemRefType(op.operands[x].type).shape[c.operand_dims[x][d]]
-                   for d in c.batch
-                   for x in [next(x for x in (2, 0, 1) if d in c.operand_dims[x])]]
-        loop = scf.ParallelOp([], [arith.constant(index, 0)],
-                              [arith.constant(index, math.prod(extents))],
-                              [arith.constant(index, 1)], [])
-        body = loop.regions[0].blocks.append(index)
-        with ir.InsertionPoint(body):
-            rest, offsets = body.arguments[0], calls.offsets()
-            for loop_dim, extent in reversed(list(zip(c.batch, extents))):
-                extent_value = arith.constant(index, extent)
-                offsets = calls.moved(offsets, loop_dim, arith.remui(rest, extent_value))
-                rest = arith.divui(rest, extent_value)
-            calls.call(offsets)
-            scf.ReduceOp([], 0)
+    """At the insertion point: one scf.parallel over all of `op`'s matrices (its batch
+    dims, of static sizes, linearized), a helper call each; returns the loop."""
+    calls = _GemmCalls(op, c, helper)
+    index = ir.IndexType.get()
+    extents = [ir.MemRefType(op.operands[x].type).shape[c.operand_dims[x][d]]
+               for d in c.batch
+               for x in [next(x for x in (2, 0, 1) if d in c.operand_dims[x])]]
+    loop = scf.ParallelOp([], [arith.constant(index, 0)],
+                          [arith.constant(index, math.prod(extents))],
+                          [arith.constant(index, 1)], [])
+    body = loop.regions[0].blocks.append(index)
+    with ir.InsertionPoint(body):
+        rest, offsets = body.arguments[0], calls.offsets()
+        for loop_dim, extent in reversed(list(zip(c.batch, extents))):
+            extent_value = arith.constant(index, extent)
+            offsets = calls.moved(offsets, loop_dim, arith.remui(rest, extent_value))
+            rest = arith.divui(rest, extent_value)
+        calls.call(offsets)
+        scf.ReduceOp([], 0)
     return loop.operation
