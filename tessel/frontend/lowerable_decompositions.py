@@ -499,15 +499,22 @@ def equal_to_itself(a, b):
     return NotImplemented
 
 
+def _pair(values, default=None):
+    """An int[2] argument of a pooling op, which may be given as one int for both."""
+    if not values:
+        return default
+    return tuple(values) if len(values) == 2 else (values[0],) * 2
+
+
 def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
                         count_include_pad, divisor_override):
     """avg_pool2d's gradient: each input point gets, from every window it is in, that
     window's output gradient over the window's divisor. torch-mlir does not lower the op
     (densenet121's train step ran its whole backward graph eagerly). ceil_mode, whose
     last windows may overhang the padded input, keeps the op."""
-    kh, kw = kernel_size if len(kernel_size) == 2 else (kernel_size[0],) * 2
-    sh, sw = (kh, kw) if not stride else stride if len(stride) == 2 else (stride[0],) * 2
-    ph, pw = padding if len(padding) == 2 else (padding[0],) * 2
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding)
     if ceil_mode:
         return NotImplemented
     height, width = x.shape[-2:]
@@ -541,13 +548,6 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
     return padded[..., ph:ph + height, pw:pw + width]
 
 
-def _pair(values, default=None):
-    """An int[2] argument of a pooling op, which may be given as one int for both."""
-    if not values:
-        return default
-    return tuple(values) if len(values) == 2 else (values[0],) * 2
-
-
 def _windows_holding(size, out_size, kernel, stride, padding, dilation, device):
     """For each of the `size` input points of one spatial dim, the output windows whose
     span may hold it: ceil(span / stride) pairs (window, valid) of [size] tensors, the
@@ -573,8 +573,8 @@ def max_pool2d_with_indices_backward(grad_output, x, kernel_size, stride, paddin
     sums the output gradients of the windows that hold it and whose argmax is that
     point; a point is held by at most ceil(span / stride) windows a dim. torch-mlir's
     lowering scatters every output gradient at its argmax with accumulation (a sorted
-    index_put_ on the GPU, several kernels). The sum is in float32 for half types, as eager's kernels
-    accumulate."""
+    index_put_ on the GPU, several kernels). The sum is in float32 for half types, as
+    eager's kernels accumulate."""
     kh, kw = _pair(kernel_size)
     sh, sw = _pair(stride, (kh, kw))
     ph, pw = _pair(padding)
