@@ -934,6 +934,33 @@ def test_a_classifier_s_backward_compiles_whole():
     assert assert_compiled(min_graphs=2)["backward_graphs_compiled"] == 1
 
 
+@pytest.mark.parametrize("window", [
+    dict(kernel_size=3, stride=2, padding=1),                      # resnet's stem
+    dict(kernel_size=2),                                           # tiling windows
+    dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 0), dilation=(2, 1)),
+    dict(kernel_size=3, stride=2, ceil_mode=True)])
+def test_max_pooling_s_backward_gathers_instead_of_scattering(window, tmp_path):
+    """max_pool2d's backward was a scatter with accumulation of each output gradient at
+    its window's argmax (a sorted index_put_ on the GPU): it is a gather now, in the
+    kernel of the batch norm's backward before it (whose reduction reads the gathered
+    gradients: the kernel compares each window's argmax with its point, a condition
+    that masks a load)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, bias=False), torch.nn.BatchNorm2d(4),
+                                torch.nn.ReLU(), torch.nn.MaxPool2d(**window))
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 3, 13, 12)
+    weights = torch.randn_like(reference(x))
+    (compile_triton(model, tmp_path / "dump")(x) * weights).sum().backward()
+    (reference(x) * weights).sum().backward()
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+    assert assert_compiled(min_graphs=2)["backward_graphs_compiled"] == 1
+    (backward,) = (tmp_path / "dump").glob("*_backward")
+    host = (backward / "06_host_program.py").read_text()
+    assert "scatter(" not in host and "index_put_" not in host
+
+
 def test_a_group_norm_training_step_compiles_whole(tmp_path):
     """A group norm's backward: the per-group sums over each group's channels are row
     kernels, and the gradient over every point of the group ([C/G, H*W] per group,
@@ -1310,7 +1337,9 @@ def test_a_transformer_layers_backward_row_loops_are_kernels_of_one_result(tmp_p
     assert "scf.forall" in text and "tessel.kernel = " not in text
 
 
-def test_max_pooling_backward_scatters_through_index_put(tmp_path):
+def test_max_pooling_backward_is_eager_s_exactly(tmp_path):
+    """Windows that tile the input: each point gets at most one window's gradient, which
+    the gather passes on unchanged."""
     x = torch.randn(2, 3, 8, 8, requires_grad=True)
     x_eager = x.detach().clone().requires_grad_()
     compile_triton(lambda t: F.max_pool2d(t, 2), tmp_path / "dump")(x).sum().backward()
@@ -1318,7 +1347,7 @@ def test_max_pooling_backward_scatters_through_index_put(tmp_path):
     assert torch.equal(x.grad, x_eager.grad)
     assert_compiled(2)
     (host,) = tmp_path.glob("dump/*_backward/*_host_program.py")
-    assert "scatter(" in host.read_text()
+    assert "scatter(" not in host.read_text()
 
 
 def test_a_dry_run_skips_scatters_whose_indices_no_kernel_wrote():

@@ -499,15 +499,22 @@ def equal_to_itself(a, b):
     return NotImplemented
 
 
+def _pair(values, default=None):
+    """An int[2] argument of a pooling op, which may be given as one int for both."""
+    if not values:
+        return default
+    return tuple(values) if len(values) == 2 else (values[0],) * 2
+
+
 def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
                         count_include_pad, divisor_override):
     """avg_pool2d's gradient: each input point gets, from every window it is in, that
     window's output gradient over the window's divisor. torch-mlir does not lower the op
     (densenet121's train step ran its whole backward graph eagerly). ceil_mode, whose
     last windows may overhang the padded input, keeps the op."""
-    kh, kw = kernel_size if len(kernel_size) == 2 else (kernel_size[0],) * 2
-    sh, sw = (kh, kw) if not stride else stride if len(stride) == 2 else (stride[0],) * 2
-    ph, pw = padding if len(padding) == 2 else (padding[0],) * 2
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding)
     if ceil_mode:
         return NotImplemented
     height, width = x.shape[-2:]
@@ -539,6 +546,56 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
             rows = aten.slice_scatter(rows, added, -1, j, j + columns_end, sw)
         padded = aten.slice_scatter(padded, rows, -2, i, i + rows_end, sh)
     return padded[..., ph:ph + height, pw:pw + width]
+
+
+def _windows_holding(size, out_size, kernel, stride, padding, dilation, device):
+    """For each of the `size` input points of one spatial dim, the output windows whose
+    span may hold it: ceil(span / stride) pairs (window, valid) of [size] tensors, the
+    t-th window of point p being floor((p + padding - span) / stride) + 1 + t, clamped
+    into [0, out_size), valid where that window does span p (span = (kernel - 1) *
+    dilation + 1). Every window that holds p is among them, once. Each pair is its own
+    tensor (not rows of one) so that the kernel that gathers through it computes it."""
+    span = (kernel - 1) * dilation + 1
+    points = torch.arange(size, device=device)
+    first = torch.div(points + padding - span, stride, rounding_mode="floor") + 1
+    last = torch.div(points + padding, stride, rounding_mode="floor")
+    candidates = []
+    for step in range(-(-span // stride)):
+        window = first + step
+        valid = (window >= 0) & (window <= last) & (window < out_size)
+        candidates.append((window.clamp(0, out_size - 1), valid))
+    return candidates
+
+
+def max_pool2d_with_indices_backward(grad_output, x, kernel_size, stride, padding,
+                                     dilation, ceil_mode, indices):
+    """max_pool2d's gradient in gather form, as Inductor computes it: each input point
+    sums the output gradients of the windows that hold it and whose argmax is that
+    point; a point is held by at most ceil(span / stride) windows a dim. torch-mlir's
+    lowering scatters every output gradient at its argmax with accumulation (a sorted
+    index_put_ on the GPU, several kernels). The sum is in float32 for half types, as
+    eager's kernels accumulate."""
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding)
+    dh, dw = _pair(dilation, (1, 1))
+    height, width = x.shape[-2:]
+    out_h, out_w = grad_output.shape[-2:]
+    rows = _windows_holding(height, out_h, kh, sh, ph, dh, x.device)
+    columns = _windows_holding(width, out_w, kw, sw, pw, dw, x.device)
+    position = (torch.arange(height, device=x.device).unsqueeze(-1) * width
+                + torch.arange(width, device=x.device))
+    batch = [None] * (grad_output.dim() - 2)
+    accumulated = grad_output.to(torch.promote_types(grad_output.dtype, torch.float32))
+    total = None
+    for row, row_valid in rows:
+        for column, column_valid in columns:
+            window = [*batch, row.unsqueeze(-1), column]
+            argmax_here = aten.index.Tensor(indices, window) == position
+            held = argmax_here & (row_valid.unsqueeze(-1) & column_valid)
+            term = torch.where(held, aten.index.Tensor(accumulated, window), 0.0)
+            total = term if total is None else total + term
+    return total.to(grad_output.dtype)
 
 
 def threshold_backward(grad, x, threshold):
@@ -828,6 +885,7 @@ def lowerable_decompositions() -> dict:
         aten.searchsorted.Tensor: searchsorted,
         aten.logcumsumexp.default: logcumsumexp,
         aten.avg_pool2d_backward.default: avg_pool2d_backward,
+        aten.max_pool2d_with_indices_backward.default: max_pool2d_with_indices_backward,
         aten.linalg_vector_norm.default: vector_norm,
         aten._unsafe_index.Tensor: unsafe_index,
         aten.take.default: take,

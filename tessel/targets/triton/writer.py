@@ -530,7 +530,11 @@ class KernelWriter:
         select's condition, which masks a load before it)."""
         owner = ir.operation_of(value.owner)
         if value not in names and owner in names.get(BODY_OPS, ()):
-            for operand in owner.operands:
+            # A gather's tensor is a pointer of the kernel's, not a value to write: only
+            # its indices are (a condition that compares a gathered element: the index
+            # of a max pooling's maximum, in its backward).
+            operands = owner.operands[1:] if owner.name == "tensor.extract" else owner.operands
+            for operand in operands:
                 self.written(operand, names)
             self.body_op(owner, names)
         return self.value(value, names)
