@@ -82,3 +82,36 @@ func.func @negative_transposed_input(%x: tensor<4x2x16xf32>) -> tensor<8x16xf32>
   %flat = tensor.collapse_shape %neg [[0, 1], [2]] : tensor<2x4x16xf32> into tensor<8x16xf32>
   return %flat : tensor<8x16xf32>
 }
+
+// -----
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0) -> (d0)>
+
+// A reader that gathers from the producer inside its body (tensor.extract) reads the
+// view made before that reader, at the producer's level, not inside the body.
+// CHECK-LABEL: func.func @gathered_from_inside_a_body
+// CHECK:         %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]}
+// CHECK:         %[[AGAIN:.*]] = tensor.expand_shape %[[SUM]]
+// CHECK-NEXT:    linalg.generic
+// CHECK:         tensor.extract %[[AGAIN]]
+func.func @gathered_from_inside_a_body(%x: tensor<2x4x16xf32>, %index: tensor<16xindex>) -> (tensor<8x16xf32>, tensor<16xf32>) {
+  %e3 = tensor.empty() : tensor<2x4x16xf32>
+  %neg = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x4x16xf32>) outs(%e3 : tensor<2x4x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<2x4x16xf32>
+  %flat = tensor.collapse_shape %neg [[0, 1], [2]] : tensor<2x4x16xf32> into tensor<8x16xf32>
+  %e1 = tensor.empty() : tensor<16xf32>
+  %gathered = linalg.generic {indexing_maps = [#row, #row], iterator_types = ["parallel"]}
+      ins(%index : tensor<16xindex>) outs(%e1 : tensor<16xf32>) {
+  ^bb0(%i: index, %out: f32):
+    %c0 = arith.constant 0 : index
+    %v = tensor.extract %neg[%c0, %c0, %i] : tensor<2x4x16xf32>
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  return %flat, %gathered : tensor<8x16xf32>, tensor<16xf32>
+}

@@ -95,7 +95,11 @@ def _collapse(producer: ir.Operation, reshapes: list[ir.Operation]) -> bool:
         # Placed at its reader, after the kernel that may come to write the value (a
         # norm's row kernel writing the sum it normalizes, for the readers after it).
         reader = ir.operation_of(use.owner)
-        with ir.InsertionPoint(reader), reader.location:
+        # A gather reads it inside a generic's body: the view goes before that generic.
+        at = reader
+        while at.parent is not None and at.parent != producer.parent:
+            at = at.parent
+        with ir.InsertionPoint(at), reader.location:
             reader.operands[use.operand_number] = ir.Operation.create(
                 "tensor.expand_shape", results=[result.type], operands=[collapsed.results[0]],
                 attributes={"reassociation": _reassociation(groups),
