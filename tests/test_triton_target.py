@@ -2442,7 +2442,10 @@ def test_an_image_viewed_as_one_group_stays_channels_last(tmp_path):
     across memory by its channels-last pooling)."""
     _, host = checked_against_eager(_GroupNormOfTokens().eval(), torch.randn(2, 3, 6, 6),
                                     tmp_path / "dump")
-    assert "reinterpret(" in host and "(2, 1, 8, 6, 6), (288, 8, 1, 48, 8)" in host
+    # The image, viewed channels-last straight from the buffer the 5-D view was of: the
+    # 5-D view itself, which nothing else reads, is not made.
+    assert re.search(r"reinterpret\(buf\d+, \(2, 8, 6, 6\), \(288, 1, 48, 8\), 0\)", host)
+    assert "(2, 1, 8, 6, 6)" not in host
     assert "(2, 8, 6, 6,), (288, 1, 48, 8,), torch.float32)" in host
     assert "(288, 36, 6, 1,)" not in host
 

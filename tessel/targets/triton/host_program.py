@@ -39,6 +39,7 @@ from tessel.targets.triton.host_records import (
     freeing_buffers,
     printed,
     reusing_buffers,
+    skipping_unread_views,
 )
 from tessel.targets.triton.kernel_source import KernelSource
 from tessel.targets.triton.launcher import dry_running
@@ -677,7 +678,15 @@ class _HostWriter:
             layout = dataclasses.replace(layout, stride=tuple(
                 canonical[d] if size == 1 else step
                 for d, (size, step) in enumerate(zip(layout.size, layout.stride))))
-        if layout is not None:
+        root = self.viewed_input.get(source_name, source_name)
+        if layout is not None and layout.guard is None and root in self.layouts:
+            # A view of a view, laid out so whatever the inputs: taken of the chain's
+            # first tensor, so that views in between that nothing else reads are not
+            # made (host_records.skipping_unread_views). A decode step of Llama made 143
+            # strided views, many only to take the next from.
+            expression = strided_views.reinterpreted(root, self.layouts[root], layout, expression)
+            reads = [root, *(read for read in reads if read != source_name)]
+        elif layout is not None:
             expression = strided_views.reinterpreted(
                 source_name, self.layouts[source_name], layout, expression)
         name = self.bind(value, expression, reads, fresh=False)
@@ -1132,7 +1141,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
                                 (output,), fresh=True, output=True))
     outputs = tuple(f"out{index}" for index in range(len(returned)))
     records.append(Return(f"({''.join(r + ', ' for r in signature.returns)})", outputs))
-    body = [line for record in freeing_buffers(reusing_buffers(records))
+    body = [line for record in freeing_buffers(reusing_buffers(skipping_unread_views(records)))
             for line in printed(record)]
     lines = [f"# tessel host program for graph {graph_name} (target triton)",
              *writer.launchers, "",

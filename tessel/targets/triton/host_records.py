@@ -72,6 +72,20 @@ def _mentions(record: Record) -> tuple[str, ...]:
     return ()
 
 
+def skipping_unread_views(records: list[Record]) -> list[Record]:
+    """`records` without the views that nothing reads (a tensor bound to a view, not
+    returned, that no later record reads), and then without those only they read."""
+    while True:
+        read = {name for record in records
+                if isinstance(record, (Bind, Statement, Return)) for name in record.reads}
+        kept = [record for record in records
+                if not (isinstance(record, Bind) and not record.fresh and not record.output
+                        and record.name not in read)]
+        if len(kept) == len(records):
+            return kept
+        records = kept
+
+
 def reusing_buffers(records: list[Record]) -> list[Record]:
     """Buffer planning: each allocation that can take the memory of an earlier
     allocation of the same expression (shape, strides, dtype), whose memory nothing
