@@ -15,6 +15,8 @@ from torch_mlir.ir import (
     ArrayAttr,
     Context,
     DenseI64ArrayAttr,
+    IntegerAttr,
+    IntegerType,
     Module,
     Operation,
     OpView,
@@ -93,6 +95,19 @@ def operation_of(owner) -> Operation | None:
 def indexing_maps(op) -> list:
     """The indexing maps of a linalg op (generic, matmul, ...), as AffineMaps."""
     return [AffineMapAttr(m).value for m in ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def reassociation(reshape) -> list[list[int]]:
+    """An expand or collapse_shape's dims of its higher-ranked side, per dim of the other."""
+    return [[IntegerAttr(d).value for d in ArrayAttr(group)]
+            for group in ArrayAttr(reshape.attributes["reassociation"])]
+
+
+def reassociation_attr(groups: list[list[int]]) -> ArrayAttr:
+    """The `reassociation` attribute of a reshape joining (or splitting) `groups`."""
+    i64 = IntegerType.get_signless(64)
+    return ArrayAttr.get([ArrayAttr.get([IntegerAttr.get(i64, d) for d in group])
+                          for group in groups])
 
 
 def dim_positions(affine_map) -> list:

@@ -12,17 +12,6 @@ from tessel.passes.fuse_returned_producers import elementwise
 from tessel.passes.registry import ModulePass, register
 
 
-def _groups(reshape: ir.Operation) -> list[list[int]]:
-    return [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
-            for group in ir.ArrayAttr(reshape.attributes["reassociation"])]
-
-
-def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in group])
-                             for group in groups])
-
-
 def _operand_groups(affine_map: ir.AffineMap, groups: list[list[int]]) -> list[tuple[int, list[int]]] | None:
     """For an input read through `affine_map`, the loop groups it reads, each as (the
     group's index, the operand dims it spans), in the operand's order; None where the
@@ -50,7 +39,7 @@ def _collapsed(value: ir.Value, spans: list[list[int]]) -> ir.Value:
     if all(len(span) == 1 for span in spans):
         return value
     owner = ir.operation_of(value.owner)
-    if owner is not None and owner.name == "tensor.expand_shape" and _groups(owner) == spans:
+    if owner is not None and owner.name == "tensor.expand_shape" and ir.reassociation(owner) == spans:
         return owner.operands[0]
     shape = [math.prod(tensor.shape[d] for d in span) for span in spans]
     if owner is not None and owner.name == "tensor.empty":
@@ -59,14 +48,14 @@ def _collapsed(value: ir.Value, spans: list[list[int]]) -> ir.Value:
     return ir.Operation.create(
         "tensor.collapse_shape",
         results=[ir.RankedTensorType.get(shape, tensor.element_type)], operands=[value],
-        attributes={"reassociation": _reassociation(spans)}).results[0]
+        attributes={"reassociation": ir.reassociation_attr(spans)}).results[0]
 
 
 def _collapse(producer: ir.Operation, reshapes: list[ir.Operation]) -> bool:
     """`producer` computed at the shape its `reshapes` (collapse_shapes alike) collapse
     its result to, if every input can be read so; its other readers read that value
     expanded back. False (nothing changed) otherwise."""
-    groups = _groups(reshapes[0])
+    groups = ir.reassociation(reshapes[0])
     if not groups:
         return False  # to 0-d: a tensor of one element, no loops to collapse into
     maps = ir.indexing_maps(producer)
@@ -102,7 +91,7 @@ def _collapse(producer: ir.Operation, reshapes: list[ir.Operation]) -> bool:
         with ir.InsertionPoint(at), reader.location:
             reader.operands[use.operand_number] = ir.Operation.create(
                 "tensor.expand_shape", results=[result.type], operands=[collapsed.results[0]],
-                attributes={"reassociation": _reassociation(groups),
+                attributes={"reassociation": ir.reassociation_attr(groups),
                             "static_output_shape": ir.DenseI64ArrayAttr.get(
                                 ir.RankedTensorType(result.type).shape)}).results[0]
     producer.erase()
@@ -114,7 +103,7 @@ def _collapses(producer: ir.Operation) -> list[ir.Operation]:
     same dims; else none."""
     readers = [ir.operation_of(use.owner) for use in producer.results[0].uses]
     collapses = [r for r in readers if r is not None and r.name == "tensor.collapse_shape"]
-    if not collapses or any(_groups(c) != _groups(collapses[0]) for c in collapses):
+    if not collapses or any(ir.reassociation(c) != ir.reassociation(collapses[0]) for c in collapses):
         return []
     return list({c: None for c in collapses})
 

@@ -8,7 +8,7 @@ from tessel import ir
 from tessel.passes.contractions import is_contraction
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
-from tessel.passes.transform_script import apply_to_marked
+from tessel.passes.transform_script import apply_to_marked, grouped, match_marked
 
 MARK = "tessel.contiguous_innermost_loop"
 
@@ -40,18 +40,12 @@ class ContiguousInnermostLoopPass(ModulePass):
     min_terms: int = 8
 
     def run(self, module: ir.Operation) -> None:
-        orders: dict[tuple[int, ...], list[ir.Operation]] = {}
-        for op in ir.ops_where(module, lambda op: op.name == "linalg.generic"):
-            order = self.loop_order(op)
-            if order is not None:
-                orders.setdefault(order, []).append(op)
-        for number, (order, ops) in enumerate(orders.items()):
+        generics = ir.ops_where(module, lambda op: op.name == "linalg.generic")
+        for number, (order, ops) in enumerate(grouped(generics, self.loop_order).items()):
             handle = f"%generics{number}"
-            match = (f"{handle} = transform.structured.match attributes {{{MARK}}} "
-                     "in %module : (!transform.any_op) -> !transform.any_op")
             interchange = (f"transform.structured.interchange {handle} iterator_interchange"
                            f" = {list(order)} : (!transform.any_op) -> !transform.any_op")
-            apply_to_marked(module, ops, MARK, [match, interchange])
+            apply_to_marked(module, ops, MARK, [match_marked(handle, MARK), interchange])
 
     def loop_order(self, op: ir.Operation) -> tuple[int, ...] | None:
         """The new loop order of `op` (old dims, outermost first), or None to keep it."""

@@ -30,8 +30,7 @@ def _bias_add(result: ir.Value, half: ir.Type) -> tuple[ir.Operation, ir.Value, 
     read = result
     user = _only_user(read)
     if user is not None and user.name == "tensor.expand_shape":
-        groups = [list(ir.ArrayAttr(g)) for g in user.attributes["reassociation"]]
-        if len(groups[-1]) != 1:
+        if len(ir.reassociation(user)[-1]) != 1:
             return None  # the last dim is split: the bias no longer runs along it
         read = user.results[0]
         user = _only_user(read)

@@ -198,8 +198,7 @@ class InlineGatheredProducersPass(ModulePass):
         back into one index, row-major."""
         shape = ir.RankedTensorType(expand.results[0].type).shape
         indices = []
-        for group in ir.ArrayAttr(expand.attributes["reassociation"]):
-            dims = [ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
+        for dims in ir.reassociation(expand):
             index = point[dims[0]]
             for d in dims[1:]:
                 index = arith.AddIOp(arith.MulIOp(index, index_constant(shape[d])).result,
@@ -215,8 +214,7 @@ class InlineGatheredProducersPass(ModulePass):
         negative, and the targets divide so)."""
         shape = ir.RankedTensorType(collapse.operands[0].type).shape
         indices = []
-        for group, index in zip(ir.ArrayAttr(collapse.attributes["reassociation"]), point):
-            dims = [ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
+        for dims, index in zip(ir.reassociation(collapse), point):
             unfolded = []
             for d in reversed(dims[1:]):
                 unfolded.append(arith.RemSIOp(index, index_constant(shape[d])).result)

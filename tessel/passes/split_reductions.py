@@ -236,12 +236,10 @@ def _expand(value: ir.Value, tensor_dim: int, factor: int) -> ir.Value:
         width = 2 if dim == tensor_dim else 1
         groups.append(list(range(next_dim, next_dim + width)))
         next_dim += width
-    i64 = ir.IntegerType.get_signless(64)
     return ir.Operation.create(
         "tensor.expand_shape", results=[ir.RankedTensorType.get(shape, tensor.element_type)],
         operands=[value],
-        attributes={"reassociation": ir.ArrayAttr.get([ir.ArrayAttr.get(
-                        [ir.IntegerAttr.get(i64, d) for d in group]) for group in groups]),
+        attributes={"reassociation": ir.reassociation_attr(groups),
                     "static_output_shape": ir.DenseI64ArrayAttr.get(shape)}).results[0]
 
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 from tessel import ir
 from tessel.passes.contractions import is_contraction
 from tessel.passes.registry import ModulePass, register
-from tessel.passes.transform_script import apply_to_marked
+from tessel.passes.transform_script import apply_to_marked, grouped, match_marked
 
 MARK = "tessel.tile_for_threads"
 
@@ -47,19 +47,13 @@ class TileForThreadsPass(ModulePass):
     tile_elements: int = 4096
 
     def run(self, module: ir.Operation) -> None:
-        tiles: dict[tuple[int, ...], list[ir.Operation]] = {}
-        for function in module.regions[0].blocks[0].operations:
-            if function.operation.name != "func.func" or not function.regions[0].blocks:
-                continue
-            for op in function.regions[0].blocks[0].operations:
-                sizes = self.tile_sizes(op.operation)
-                if sizes is not None:
-                    tiles.setdefault(sizes, []).append(op.operation)
-        for number, (sizes, ops) in enumerate(tiles.items()):
+        top_level = [op.operation for function in module.regions[0].blocks[0].operations
+                     if function.operation.name == "func.func" and function.regions[0].blocks
+                     for op in function.regions[0].blocks[0].operations]
+        for number, (sizes, ops) in enumerate(grouped(top_level, self.tile_sizes).items()):
             handle = f"%tiled{number}"
             apply_to_marked(module, ops, MARK, [
-                f"{handle} = transform.structured.match attributes {{{MARK}}} in %module "
-                ": (!transform.any_op) -> !transform.any_op",
+                match_marked(handle, MARK),
                 f"%t{number}, %loop{number} = transform.structured.tile_using_forall {handle} "
                 f"tile_sizes {list(sizes)} : (!transform.any_op) -> "
                 "(!transform.any_op, !transform.any_op)",

@@ -42,6 +42,23 @@ def apply_transform_script(payload: ir.Operation, lines: list[str]) -> None:
             handler.detach()
 
 
+def grouped(ops, key) -> dict:
+    """`ops` by `key(op)`, in order of first appearance, those whose key is None left
+    out: each group gets one script, its parameters the key (tile sizes, a loop order)."""
+    groups: dict = {}
+    for op in ops:
+        value = key(op)
+        if value is not None:
+            groups.setdefault(value, []).append(op)
+    return groups
+
+
+def match_marked(handle: str, mark: str) -> str:
+    """The script line binding `handle` to the payload ops that carry `mark`."""
+    return (f"{handle} = transform.structured.match attributes {{{mark}}} in %module "
+            ": (!transform.any_op) -> !transform.any_op")
+
+
 def apply_to_marked(module: ir.Operation, ops: list[ir.Operation], mark: str,
                     lines: list[str]) -> None:
     """Tag `ops` with the unit attribute `mark`, apply `lines` (which match ops by

@@ -6,7 +6,7 @@ from typing import ClassVar
 from tessel import ir
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
-from tessel.passes.transform_script import apply_to_marked
+from tessel.passes.transform_script import apply_to_marked, grouped, match_marked
 
 MARK = "tessel.transpose_in_blocks"
 
@@ -36,17 +36,12 @@ class TransposeInBlocksPass(ModulePass):
     block: int = 8
 
     def run(self, module: ir.Operation) -> None:
-        tiles: dict[tuple[int, ...], list[ir.Operation]] = {}
-        for op in ir.ops_where(module, lambda op: op.name == "linalg.generic"):
-            sizes = self.tile_sizes(op)
-            if sizes is not None:
-                tiles.setdefault(sizes, []).append(op)
-        for number, (sizes, ops) in enumerate(tiles.items()):
+        generics = ir.ops_where(module, lambda op: op.name == "linalg.generic")
+        for number, (sizes, ops) in enumerate(grouped(generics, self.tile_sizes).items()):
             handle = f"%transposes{number}"
             loops = ", ".join("!transform.any_op" for size in sizes if size)
             apply_to_marked(module, ops, MARK, [
-                (f"{handle} = transform.structured.match attributes {{{MARK}}} in %module "
-                 ": (!transform.any_op) -> !transform.any_op"),
+                match_marked(handle, MARK),
                 (f"%tile{number}, %loops{number}:{sum(1 for s in sizes if s)} = "
                  f"transform.structured.tile_using_for {handle} tile_sizes {list(sizes)} "
                  f": (!transform.any_op) -> (!transform.any_op, {loops})"),

@@ -90,10 +90,7 @@ def _lifted_ops(block: ir.Block) -> list[ir.Operation]:
 
 def _reassociation(rank: int) -> ir.ArrayAttr:
     """A leading unit dim joined to the first dim of a tensor of `rank` (none: rank 0)."""
-    i64 = ir.IntegerType.get_signless(64)
-    groups = [[0, 1]] + [[d + 1] for d in range(1, rank)] if rank else []
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in group])
-                             for group in groups])
+    return ir.reassociation_attr([[0, 1]] + [[d + 1] for d in range(1, rank)] if rank else [])
 
 
 def _with_row(tensor: ir.RankedTensorType) -> ir.RankedTensorType:

@@ -564,7 +564,7 @@ class _HostWriter:
             self.layouts[name] = strided_views.contiguous(shape)
             return
         rows = self.name_of(source)
-        outer, inner = sizes.reassociation(op)
+        outer, inner = ir.reassociation(op)
         shape = list(result.type.shape)
         order = [*outer, *inner[1:], inner[0]]
         stride, step = [0] * len(shape), 1

@@ -26,7 +26,6 @@ from __future__ import annotations
 from tessel import ir
 from tessel.passes.contractions import NAMED_CONVOLUTIONS
 from tessel.passes.form_kernels import UNWRAPPED_KERNEL
-from tessel.targets.triton import sizes
 
 VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 RANKS = (3, 4, 5)  # [N, C, L], [N, C, H, W] and a grouped [N, G, C, H, W]
@@ -121,7 +120,7 @@ def _keeps_channels(view: ir.Operation) -> bool:
     if view.name == "tensor.reshape":
         return False
     grouped = first if len(first) == 5 else second
-    groups = sizes.reassociation(view)
+    groups = ir.reassociation(view)
     return groups[0] + groups[1] == [0, 1, 2] and groups[1][-1] == 2 and \
         (groups[0] == [0] or grouped[1] == 1)
 
@@ -181,7 +180,7 @@ def _weight_rows(kernel: ir.Operation) -> list[ir.Operation]:
     expands = [ir.operation_of(use.owner) for use in rows.uses]
     if not expands or not all(view is not None and _weight_expand(view) for view in expands):
         return []
-    kernel_dims = [tuple(view.results[0].type.shape[len(sizes.reassociation(view)[0]):])
+    kernel_dims = [tuple(view.results[0].type.shape[len(ir.reassociation(view)[0]):])
                    for view in expands]
     collapses = []
     for value in ir.values_read_from_above(kernel):
@@ -192,7 +191,7 @@ def _weight_rows(kernel: ir.Operation) -> list[ir.Operation]:
         if list(value.type.shape) == shape and owner is not None and \
                 owner.name == "tensor.collapse_shape" and \
                 isinstance(owner.operands[0].owner, ir.Block) and \
-                sizes.reassociation(owner) == [[0], list(range(1, owner.operands[0].type.rank))]:
+                ir.reassociation(owner) == [[0], list(range(1, owner.operands[0].type.rank))]:
             collapses.append(owner)
             kernel_dims.append(tuple(owner.operands[0].type.shape[1:]))
         elif value.type.rank != 1 or value.type.shape[0] != shape[0]:
@@ -207,7 +206,7 @@ def _weight_expand(view: ir.Operation) -> bool:
     2-D convolutions read (aten's, or a grouped one's [G, F, C, KH, KW])."""
     if view.name != "tensor.expand_shape":
         return False
-    groups = sizes.reassociation(view)
+    groups = ir.reassociation(view)
     if len(groups) != 2 or len(groups[1]) != 3:
         return False
     for use in view.results[0].uses:

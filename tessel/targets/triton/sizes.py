@@ -55,7 +55,7 @@ def extent(value: ir.Value, dim: int) -> Extent:
     if name == "tensor.extract_slice":
         return _slice_extent(owner, dim)
     if name == "tensor.collapse_shape":
-        group = reassociation(owner)[dim]
+        group = ir.reassociation(owner)[dim]
         return _product([extent(owner.operands[0], d) for d in group])
     if name == "tensor.concat":
         if dim != ir.IntegerAttr(owner.attributes["dim"]).value:
@@ -120,12 +120,6 @@ def _kept_dims(sizes: list, result: ir.ShapedType) -> list[int]:
     if len(kept) != result.rank:
         raise UnknownSize("a slice whose result does not match its sizes")
     return kept
-
-
-def reassociation(op: ir.Operation) -> list[list[int]]:
-    """An expand or collapse's dims of its higher-ranked side, per dim of the other."""
-    return [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
-            for group in ir.ArrayAttr(op.attributes["reassociation"])]
 
 
 def _root(entry: int | ir.Value) -> Extent:
