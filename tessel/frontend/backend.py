@@ -14,6 +14,7 @@ from torch._dynamo.exc import RestartAnalysis, ShortenTraceback, SkipFrame
 from tessel import counters
 from tessel.compile_worker import start_worker
 from tessel.frontend.compile_graph import compile_graph
+from tessel.frontend.constant_attention_masks import fold_constant_attention_masks
 from tessel.frontend.decompositions import before_autograd_table
 from tessel.frontend.inference_cache import (
     cached_inference,
@@ -74,7 +75,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, mode: str | None = No
             keep_inference_input_mutations=True,
         )
         try:
-            return backend(interpolate_by_dims(gm), example_inputs)
+            return backend(fold_constant_attention_masks(interpolate_by_dims(gm)), example_inputs)
         # What Dynamo itself handles: its restarts and skips, and the user's errors
         # (an IndexError of a dim out of range) that it raises as they are.
         except (RestartAnalysis, SkipFrame, ShortenTraceback, IndexError):
