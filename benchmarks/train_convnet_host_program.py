@@ -8,8 +8,8 @@ for the Triton target and run in Triton's interpreter on CPU tensors. A convolut
 backward is left to PyTorch as on CUDA (native_ops.py; on the CPU tessel lowers it), so
 the backward graph splits around it into the pieces a GPU run gets. The dumped host
 programs are then counted: kernel launches, scatters (index_put_ on the GPU) and those
-that accumulate, zero fills, clones, `.contiguous()` copies, slice assignments and
-convolutions.
+that accumulate, zero fills, clones, `.contiguous()` copies, results made channels-last
+and those copied into eager's strides, slice assignments and convolutions.
 
     python -m benchmarks.train_convnet_host_program [--batch 2] [--size 32] [--verbose]
 """
@@ -39,6 +39,10 @@ COUNTED = {
     "zero fills": r"torch\.full\(",
     "clones": r"\.clone\(",
     "contiguous copies": r"\.contiguous\(\)",
+    # A result made channels-last where it is not (cuDNN's results are: no copy).
+    "to channels-last": r"\.contiguous\(memory_format=torch\.channels_last\)",
+    # A result copied into the layout eager's trace has.
+    "strided copies": r"torch\.empty_strided\(.*\)\.copy_\(",
     "slice assignments": r"^    \w+\[.*\] = ",
     "convolutions": r"torch\.convolution\(",
 }

@@ -61,11 +61,13 @@ def _digest(options, *parts) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def graph_key(gm: torch.fx.GraphModule, options, target: str) -> str | None:
+def graph_key(gm: torch.fx.GraphModule, options, target: str,
+              any_layout: frozenset[int] = frozenset()) -> str | None:
+    """Key of a graph whose outputs at `any_layout` may be returned in any layout."""
     if any(node.op == "get_attr" for node in gm.graph.nodes):
         return None
     inputs = [_describe(n.meta.get("val")) for n in gm.graph.nodes if n.op == "placeholder"]
-    return _digest(options, target, gm.code, inputs)
+    return _digest(options, target, gm.code, inputs, sorted(any_layout))
 
 
 def inference_key(gm: torch.fx.GraphModule, example_inputs, options, target: str) -> str | None:

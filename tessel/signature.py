@@ -37,6 +37,10 @@ class TensorResult:
     dtype: torch.dtype
     shape: tuple[str, ...]     # Python expressions over the bound symbols
     stride: tuple[str, ...] | None  # None: contiguous, as the kernel writes it
+    # Whether the host may return it in the layout its kernel writes it (an activation
+    # a training step's forward saves for its backward), reporting that layout in
+    # GraphSignature.result_strides; else it is returned laid out as `stride` says.
+    any_layout: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,3 +83,7 @@ class GraphSignature:
     # when no input with dims says (a piece of a split graph whose inputs are 0-d CPU
     # scalars and constants).
     device: str | None = None
+    # Filled by the target: the strides of the `any_layout` results it returns in the
+    # layout their kernels write, by result index (those it lays out as `stride` says
+    # are not listed). aot_autograd compiles the backward for them (saved_layouts.py).
+    result_strides: dict[int, tuple[int, ...]] = field(default_factory=dict)

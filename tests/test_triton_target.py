@@ -961,6 +961,89 @@ def test_max_pooling_s_backward_gathers_instead_of_scattering(window, tmp_path):
     assert "scatter(" not in host and "index_put_" not in host
 
 
+@pytest.mark.parametrize("native_backward", [False, True])
+def test_a_training_step_s_saved_activations_are_returned_as_written(
+        native_backward, tmp_path, monkeypatch):
+    """The forward's kernels write a conv net's activations channels-last; those saved
+    for the backward are returned so, not copied into eager's layout (`.contiguous()`
+    in the host program), their strides reported to aot_autograd, which traces the
+    backward with them: its pieces (around cuDNN's convolution_backward, left native
+    on CUDA) read and write them channels-last. A second compile, of a graph cache
+    hit, reports the same strides: its backward graphs are hits too."""
+    from tessel.frontend import native_ops
+    monkeypatch.setattr(native_ops, "on_cuda", lambda value: native_backward)
+    torch.manual_seed(0)
+
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4),
+            torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1))
+
+    x = torch.randn(2, 3, 6, 5)
+    weights = torch.randn(2, 4, 1, 1)
+    reference = model()
+    (reference(x) * weights).sum().backward()
+    for run in ("compiled", "cached"):
+        torch._dynamo.reset()
+        tessel.reset_stats()
+        net = model()
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t,
+                                                      lambda t: t):
+            y = compile_triton(net, tmp_path / run)(x)
+        (y * weights).sum().backward()
+        activations = [t for t in saved if t.shape == (2, 4, 6, 5)]
+        assert activations and all(
+            t.is_contiguous(memory_format=torch.channels_last) for t in activations)
+        for (name, p), q in zip(net.named_parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, msg=name)
+        counters = assert_compiled(min_graphs=2)
+        assert counters["backward_graphs_compiled"] == (2 if native_backward else 1)
+        if run == "cached":
+            assert counters["graphs_cached"] == counters["graphs_compiled"], counters
+            break
+        (forward,) = (tmp_path / run).glob("*_forward")
+        assert ".contiguous()" not in (forward / "06_host_program.py").read_text()
+        # The backward's kernels write images channels-last, as it gets them.
+        backward = "\n".join(host.read_text() for host in (tmp_path / run).glob(
+            "*_backward*/06_host_program.py"))
+        assert "(2, 4, 6, 5,), (120, 1, 20, 4,)" in backward
+
+
+@pytest.mark.parametrize("backward_compiles", [True, False])
+def test_a_saved_activation_that_the_backward_views_as_traced_is_right(
+        backward_compiles, monkeypatch):
+    """The forward returns the ReLU's result channels-last as written, but the backward
+    views it [N, C * H * W] for the linear layer's weight gradient, which only the
+    traced (contiguous) layout allows: run eagerly (here, its compiler failing), the
+    backward raised. It takes that input copied into its traced layout instead."""
+    from tessel.frontend import compile_graph
+    real_native_ops_in = compile_graph.native_ops_in
+
+    def raising_for_backward(gm):
+        if any(n.op == "placeholder" and n.name.startswith("tangents") for n in gm.graph.nodes):
+            raise RuntimeError("an injected compiler failure")
+        return real_native_ops_in(gm)
+
+    if not backward_compiles:
+        monkeypatch.setattr(compile_graph, "native_ops_in", raising_for_backward)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 5, 3))
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 3, 6, 5)
+    compiled = torch.compile(model, backend="mlir", options={"target": "triton"})
+    compiled(x).square().sum().backward()
+    reference(x).square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+    counters = tessel.stats()
+    assert counters["forward_graphs_compiled"] == 1, counters
+    assert counters["graphs_fallback"] == (0 if backward_compiles else 1), counters
+
+
 def test_a_group_norm_training_step_compiles_whole(tmp_path):
     """A group norm's backward: the per-group sums over each group's channels are row
     kernels, and the gradient over every point of the group ([C/G, H*W] per group,

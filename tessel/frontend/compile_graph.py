@@ -47,6 +47,13 @@ from tessel.frontend.partition import target_names
 from tessel.frontend.permuted_inputs import permuting_inputs
 from tessel.frontend.prepare_graph import UnsupportedGraph, prepare_graph
 from tessel.frontend.run_time import checking_indices, replayed
+from tessel.frontend.saved_layouts import (
+    SavedLayouts,
+    report_strides,
+    restrided_backward,
+    saved_positions,
+    taking_traced_layouts,
+)
 from tessel.frontend.split_graph import split_graph
 from tessel.frontend.traced_outputs import as_traced
 from tessel.frontend.traced_facts import (
@@ -78,10 +85,15 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     gm = call_mixed_cpu_norms_as_kernels_take_them(gm)
     if kind == "inference":  # aot_autograd merged those of the others
         gm = without_common_subexpressions(gm)
+    saved = SavedLayouts(saved_positions(gm, kind))
+    relaid = {}  # the inputs that this graph takes copied into their traced layouts
     try:
-        graph_name, compiled = _compile_or_split(gm, options, kind, reasons, memo)
+        if kind == "backward":
+            relaid = restrided_backward(gm, example_inputs)
+        graph_name, compiled = _compile_or_split(gm, options, kind, reasons, memo, saved)
         if compiled is not gm:
-            compiled = as_traced(compiled, gm, graph_name, options.fallback)
+            compiled = as_traced(compiled, gm, graph_name, options.fallback, saved.strides)
+        report_strides(gm, saved.strides)
     except Exception as error:  # a compiler bug must not break the program
         if not options.fallback:
             raise
@@ -93,15 +105,17 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
         reasons.append(f"graph runs eagerly (internal compiler error: {summary[:240]})")
     if reasons:
         warnings.warn(f"tessel: graph {graph_name}: " + "; ".join(reasons), stacklevel=2)
-    return make_boxed_func(compiled)
+    return make_boxed_func(taking_traced_layouts(compiled, relaid))
 
 
 def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
-                      reasons: list[str], memo: InferenceMemo | None, depth: int = 0):
+                      reasons: list[str], memo: InferenceMemo | None,
+                      saved: SavedLayouts | None = None, depth: int = 0):
     """(graph name, callable): compiled whole, else split around the nodes its failure
     is pinned on (which run eagerly, as the user's own ops), else eager. Appends what
     runs eagerly, and why, to `reasons`. Calls left native on purpose (native_ops.py)
-    are split around first, silently."""
+    are split around first, silently. Compiled whole, the outputs at `saved.positions`
+    may be returned as written, their strides put in `saved.strides`."""
     dump = GraphDump(options.dump_dir, kind)
     stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
@@ -109,7 +123,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     def split(failing: frozenset[str], reasons: list[str]):
         def compile_piece(piece, piece_options, piece_kind, piece_depth):
             return _compile_or_split(piece, piece_options, piece_kind, reasons, memo,
-                                     piece_depth)[1]
+                                     depth=piece_depth)[1]
         return split_graph(gm, stages, options, kind, failing, depth, compile_piece, memo)
 
     calls_native = native_ops_in(gm)
@@ -126,10 +140,10 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     paired = as_real_pairs(gm)
     if paired is not None:
         # A later process could not call the pairs' code with complex inputs: not memoized.
-        graph_name, run = _compile_or_split(paired, options, kind, reasons, None, depth)
+        graph_name, run = _compile_or_split(paired, options, kind, reasons, None, depth=depth)
         return graph_name, with_complex_boundaries(run, gm)
     try:
-        host, kernels, locate = _compile(gm, options, stages, kind, memo)
+        host, kernels, locate = _compile(gm, options, stages, kind, memo, saved)
     except CompileFailure as error:
         failure = error
     except Exception as error:  # a compiler bug must not break the program
@@ -147,6 +161,8 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
             return split_gm
         return dump.graph_name, eager_when_it_fails(host, gm, dump.graph_name, options, resplit)
 
+    if saved is not None:
+        saved.strides = {}  # what runs instead returns outputs as traced
     failing = ops_of(gm, failure.nodes) or failure.op or "graph"
     summary = first_error_line(failure.message)
     if not options.fallback:
@@ -170,7 +186,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
 
 
 def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str,
-             memo: InferenceMemo | None):
+             memo: InferenceMemo | None, saved: SavedLayouts | None = None):
     """`gm` compiled: (host, kernels, locate), or CompileFailure naming in `nodes` the
     nodes of `gm` that it is pinned on (none where nothing pins it)."""
     with stages.timed("decompose"):
@@ -183,7 +199,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
         lifted, constants = lifted_constants(traced)
         # A graph cache entry is called with Dynamo's inputs alone: no entry for these.
         host, kernels, locate = _compile_decomposed(lifted, options, stages, kind, memo,
-                                                    cacheable=not constants)
+                                                    cacheable=not constants, saved=saved)
         host = passing_constants(host, constants)
         if locate is not None:
             locate = passing_constants(locate, constants)
@@ -209,12 +225,15 @@ def _pinned_on(gm: torch.fx.GraphModule, traced: torch.fx.GraphModule,
 
 
 def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: str,
-                        memo: InferenceMemo | None, cacheable: bool = True):
+                        memo: InferenceMemo | None, cacheable: bool = True,
+                        saved: SavedLayouts | None = None):
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, input_values(gm)))
         prepared = rewrite_dynamic_views(allocate_empty_values(mutations_as_results(gm)))
         prepared, orders = permuting_inputs(prepared, target.reads_strided_inputs)
-        import_module, signature = prepare_graph(prepared, target.devices(), mutated_inputs(gm))
+        any_layout = saved.positions if saved is not None else frozenset()
+        import_module, signature = prepare_graph(prepared, target.devices(), mutated_inputs(gm),
+                                                 any_layout)
         signature.inputs = [dataclasses.replace(arg, permutation=orders[arg.name])
                             if arg.name in orders else arg for arg in signature.inputs]
         signature.mutated_inputs = mutated_inputs(gm)
@@ -227,7 +246,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
                 o.meta.get("stack_trace") if isinstance(o, torch.fx.Node) else None
                 for o in outputs]
         # check_accuracy needs the kernel IR of this compile, which the cache lacks.
-        cache_key = (cache.graph_key(gm, options, target.name)
+        cache_key = (cache.graph_key(gm, options, target.name, any_layout)
                      if cacheable and target.caches_graphs and not options.check_accuracy
                      else None)
         cached = target.load_cached(cache_key, signature, options, stages)
@@ -237,6 +256,8 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
         if memo is not None:
             memo.remember(kind, cache_key, signature, target.name)
         host = replayed(target, host, signature, stages.dump.graph_name, options, kind)
+        if saved is not None:
+            saved.returned(signature)
         return checking_indices(host, signature), kernels, None
     with stages.timed("import"):
         try:
@@ -250,6 +271,8 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
     if memo is not None:
         memo.remember(kind, cache_key, signature, target.name)
     host = replayed(target, host, signature, stages.dump.graph_name, options, kind)
+    if saved is not None:
+        saved.returned(signature)
     locate = None
     if options.check_accuracy:
         def locate(*args):

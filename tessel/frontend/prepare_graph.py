@@ -9,6 +9,7 @@ arguments, so one compiled graph serves every size Dynamo's guards admit.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import os
 
@@ -336,11 +337,14 @@ def _place_created_tensors_on_cpu(graph: torch.fx.Graph) -> None:
 
 
 def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset({"cpu"}),
-                  mutated: tuple[int, ...] = ()) -> tuple[torch.fx.GraphModule, GraphSignature]:
+                  mutated: tuple[int, ...] = (), any_layout: frozenset[int] = frozenset()
+                  ) -> tuple[torch.fx.GraphModule, GraphSignature]:
     """The graph to import (op-made tensor outputs only) and the host-side signature;
     tensor inputs must live on one of `devices` (those the target runs on). The last
     outputs of `gm` are the new values of the inputs at `mutated`
-    (input_mutations.mutations_as_results)."""
+    (input_mutations.mutations_as_results). The outputs at `any_layout` may be returned
+    in any layout (TensorResult.any_layout) where no other output is them or a view
+    of them."""
     for node in gm.graph.nodes:
         if node.op != "call_function":
             continue
@@ -369,13 +373,17 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
     results: list[TensorResult] = []
     # How many outputs each result is (the views the host takes of it not counted).
     result_outputs: list[int] = []
+    viewed_results: set[int] = set()  # those that outputs are views of
 
     def kernel_result(node: torch.fx.Node, what: str, viewed: bool = False) -> str:
         """The host name of `node` computed by the kernel (one result per node), for an
         output that is it, or with `viewed`, a view of it."""
-        if node in kernel_outputs:
-            result_outputs[kernel_outputs.index(node)] += not viewed
-            return f"out{kernel_outputs.index(node)}"
+        index = kernel_outputs.index(node) if node in kernel_outputs else len(kernel_outputs)
+        if viewed:
+            viewed_results.add(index)
+        if index < len(kernel_outputs):
+            result_outputs[index] += not viewed
+            return f"out{index}"
         value = node.meta.get("val")
         if not isinstance(value, torch.Tensor):
             raise UnsupportedGraph(f"{what} is not a tensor", node.name)
@@ -419,6 +427,11 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             returns.append(view.format(as_passed(root)))
         elif isinstance(out.meta.get("val"), (torch.SymInt, torch.SymFloat, int, float)):
             returns.append(_printer_expr(out.meta["val"], bound, what))
+        elif position in any_layout and all(v.target is aten.alias.default for v in views):
+            # An alias that only the backward reads (a detach of an activation) is the
+            # same to it as the tensor itself, laid out as written.
+            returns.append(kernel_result(root, what))
+            output_results[position] = kernel_outputs.index(root)
         elif views and host_can_view(root) and (view := _host_view(root, views, bound)):
             # Eager's view shares its base's storage (writing one output changes the
             # other); in inference graphs aot_autograd leaves that to the compiler.
@@ -427,6 +440,13 @@ def prepare_graph(gm: torch.fx.GraphModule, devices: frozenset[str] = frozenset(
             returns.append(kernel_result(out, what))
             output_results[position] = kernel_outputs.index(out)
 
+    # Results only ever returned as themselves, at positions of any layout.
+    positions: dict[int, set[int]] = {}
+    for position, index in output_results.items():
+        positions.setdefault(index, set()).add(position)
+    results = [dataclasses.replace(result, any_layout=True)
+               if index not in viewed_results and positions.get(index, {-1}) <= any_layout
+               else result for index, result in enumerate(results)]
     import_graph.output(tuple(value_map[n] for n in kernel_outputs))
     import_graph.eliminate_dead_code()
     signature = GraphSignature(inputs, bindings, results, returns,

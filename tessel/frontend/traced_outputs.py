@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 import torch
 import torch.fx
@@ -87,10 +88,15 @@ def _in_layout(tensor: torch.Tensor, stride) -> torch.Tensor:
 
 
 def as_traced(compiled: Callable, gm: torch.fx.GraphModule, graph_name: str,
-              fallback: bool) -> Callable:
+              fallback: bool, reported: Mapping[int, tuple[int, ...]] = MappingProxyType({})
+              ) -> Callable:
     """`compiled` (called with `gm`'s inputs, unboxed), whose results match `gm`'s traced
-    ones (module docstring); with `fallback` False, a wrong result raises instead."""
-    traced = _traced_results(gm)
+    ones (module docstring), but for the strides `reported` to aot_autograd instead
+    (saved_layouts.py), by position; with `fallback` False, a wrong result raises
+    instead."""
+    traced = [value.as_strided(value.shape, reported[index])
+              if index in reported and isinstance(value, torch.Tensor) else value
+              for index, value in enumerate(_traced_results(gm))]
     if not any(isinstance(value, torch.Tensor) for value in traced):
         return compiled
     running = None  # decided at the first call

@@ -386,6 +386,8 @@ class _HostWriter:
         # The names read while an expression is built (`reading`).
         self.collectors: list[list[str]] = []
         self.counter = 0
+        # Whether it converts convolution weights channels-last (`capturing` tells how).
+        self.converts_weights = False
         block = main.regions[0].blocks[0]
         for argument, graph_input in zip(block.arguments, signature.inputs):
             self.names[argument] = graph_input.name
@@ -557,6 +559,7 @@ class _HostWriter:
         if op.name == "tensor.collapse_shape":
             weight = self.name_of(source)
             shape = tuple(result.type.shape)
+            self.converts_weights = True
             name = self.bind(result, f"reinterpret(channels_last_weight({weight}, capturing), "
                                      f"{shape}, {strided_views.contiguous(shape).stride}, 0)",
                              [weight], fresh=False)
@@ -585,6 +588,7 @@ class _HostWriter:
         if not self.channels_last or (layout is not None and layout.guard is None and
                                       layout.stride == tuple(layouts.strides(list(shape), True))):
             return view
+        self.converts_weights = True
         return f"channels_last_weight({view}, capturing)"
 
     def rounding_only(self, op: ir.Operation) -> ir.Value | None:
@@ -700,6 +704,17 @@ class _HostWriter:
         layout = self.layouts.get(name)
         return layout is not None and layout.guard is None and \
             tuple(str(step) for step in layout.stride) == tuple(stride)
+
+    def dense_strides(self, name: str) -> tuple[int, ...] | None:
+        """The strides tensor `name` is known to have whatever the inputs, where they lay
+        it out densely, without overlap; else None."""
+        layout = self.layouts.get(name)
+        if layout is None or layout.guard is not None or \
+                not all(isinstance(v, int) for v in (*layout.size, *layout.stride)):
+            return None
+        meta = torch.empty_strided(layout.size, layout.stride, device="meta")
+        return layout.stride if torch._prims_common.is_non_overlapping_and_dense_or_false(meta) \
+            else None
 
     def contiguous(self, name: str) -> bool:
         """Whether tensor `name` is known to be laid out contiguously."""
@@ -1076,13 +1091,24 @@ class _HostWriter:
                   reads, fresh=False)
 
 
+@dataclass(frozen=True)
+class HostProgram:
+    source: str
+    # The strides of the `any_layout` results returned as their kernels wrote them, by
+    # result index (GraphSignature.result_strides).
+    result_strides: dict[int, tuple[int, ...]]
+
+
 def generate(module: ir.Module, kernels: dict[str, KernelSource],
              signature: GraphSignature, graph_name: str,
-             channels_last: frozenset = frozenset(), narrowed: Mapping = MappingProxyType({})) -> str:
+             channels_last: frozenset = frozenset(), narrowed: Mapping = MappingProxyType({})
+             ) -> HostProgram:
     """The host program of one graph: defines host(*graph_inputs) -> tuple of outputs.
     The `channels_last` values (layouts.py) are allocated so, convolution weights are
     channels-last (cuDNN's tensor-core kernels take NHWC), and where there are any,
-    outputs are returned contiguous."""
+    outputs are returned contiguous, but those of any layout (a training step's saved
+    activations, TensorResult.any_layout) whose layout is known: those are returned as
+    written, and their strides listed."""
     main = ir.function_named(module, "main")
     writer = _HostWriter(main, kernels, signature, channels_last, narrowed)
     tensors = [arg for arg in signature.inputs if isinstance(arg, TensorInput)]
@@ -1098,9 +1124,9 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     preamble += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors if not arg.rank]
     preamble += [f"{arg.name} = {arg.name}.permute({list(arg.permutation)})"
                  for arg in tensors if arg.permutation is not None]
-    if channels_last:
-        preamble.append("capturing = recording_cuda_graph(device)")
     statements = writer.write()
+    if writer.converts_weights:
+        preamble.append("capturing = recording_cuda_graph(device)")
     preamble.append(f"direct, stream = launch_mode("
                     f"{', '.join(['device'] + writer.inputs_read_by_kernels)})")
     records: list[Record] = [Statement((line,)) for line in preamble] + statements
@@ -1109,6 +1135,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
         raise ValueError(f"main returns {len(returned)} tensors, the graph "
                          f"{len(signature.results)}")
     returned_roots: list[ir.Value] = []
+    result_strides: dict[int, tuple[int, ...]] = {}
     for index, (value, result) in enumerate(zip(returned, signature.results)):
         # A result is new memory, as in eager: not an input (torch-mlir folds a clone of
         # one into the input itself) nor an earlier result, nor a view of either.
@@ -1120,6 +1147,20 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
             layout = "memory_format=torch.contiguous_format" if channels_last else ""
             records.append(Bind(output, f"{name}.clone({layout})", (name,), fresh=True,
                                 output=True))
+        elif result.any_layout and (strides := writer.dense_strides(name)) is not None:
+            # The backward reads it as written (a channels-last activation): copied into
+            # eager's layout, the backward's kernels and cuDNN read it back across memory.
+            records.append(Bind(output, name, (name,), fresh=False, output=True))
+            result_strides[index] = strides
+            continue
+        elif result.any_layout and value in channels_last and \
+                ir.ShapedType(value.type).rank == 4 and ir.ShapedType(value.type).has_static_shape:
+            # A convolution's result, which cuDNN writes channels-last (its weight is):
+            # made so where it is not (no copy where it is), to report its layout.
+            records.append(Bind(output, f"{name}.contiguous(memory_format=torch.channels_last)",
+                                (name,), fresh=False, output=True))
+            result_strides[index] = tuple(layouts.strides(list(value.type.shape), True))
+            continue
         elif result.stride is not None and writer.strided_as(name, result.stride):
             # Already laid out as eager's result (a channels-last kernel's output).
             records.append(Bind(output, name, (name,), fresh=False, output=True))
@@ -1127,8 +1168,10 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
         elif result.stride is None:
             # Contiguous, as eager's result is (result.stride None): a view the host
             # took (the shifted labels of a causal LM's loss, a slice of a padded
-            # tensor) may not be, and aot_autograd's view of it then fails.
-            relaid = (channels_last or root != value) and not writer.contiguous(name)
+            # tensor) may not be, and aot_autograd's view of it then fails. A 0-d tensor
+            # (a batch norm's step count, written in place) is contiguous.
+            relaid = (channels_last or root != value) and not writer.contiguous(name) \
+                and ir.ShapedType(value.type).rank > 0
             records.append(Bind(output, name + (".contiguous()" if relaid else ""), (name,),
                                 fresh=False, output=True))
         else:
@@ -1147,7 +1190,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
              *writer.launchers, "",
              f"def host({', '.join(arg.name for arg in signature.inputs)}):"]
     lines += ["    " + line for line in body]
-    return "\n".join(lines) + "\n"
+    return HostProgram("\n".join(lines) + "\n", result_strides)
 
 
 def allocator(device: torch.device):

@@ -3,11 +3,14 @@
 cuDNN's tensor-core convolutions read and write NHWC: the images a convolution reads or
 writes, and what kernels compute from them point for point (batch norm, activations,
 residual adds) or concatenate, stay NHWC, and those kernels walk their points in NHWC
-order (kernel_source), so that a network's activations are never transposed. Every
-other 4-D tensor keeps PyTorch's row-major layout: attention's [B, H, S, D], a
-transformer block's [B, H, W, C] after a permute. Laid out channels-last, a reshape of
-such a tensor is a copy, and the kernels that walk it NHWC read across it (a ViT's patch
-embedding made every 4-D buffer of the graph channels-last: 14 copies a call).
+order (kernel_source), so that a network's activations are never transposed. So do the
+images a graph gets channels-last, and what kernels compute from them: a training step's
+backward (its pieces around cuDNN's backward convolutions) gets the activations as the
+forward wrote them (frontend/saved_layouts.py). Every other 4-D tensor keeps PyTorch's
+row-major layout: attention's [B, H, S, D], a transformer block's [B, H, W, C] after a
+permute. Laid out channels-last, a reshape of such a tensor is a copy, and the kernels
+that walk it NHWC read across it (a ViT's patch embedding made every 4-D buffer of the
+graph channels-last: 14 copies a call).
 
 A 1-D convolution is a 2-D one over [N, C, 1, L]: its image and result, and views of
 them that keep N and C ([N, C, L]), are channels-last too, with the channels (dim 1)
@@ -26,6 +29,7 @@ from __future__ import annotations
 from tessel import ir
 from tessel.passes.contractions import NAMED_CONVOLUTIONS
 from tessel.passes.form_kernels import UNWRAPPED_KERNEL
+from tessel.signature import GraphSignature, TensorInput
 
 VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
 RANKS = (3, 4, 5)  # [N, C, L], [N, C, H, W] and a grouped [N, G, C, H, W]
@@ -54,13 +58,33 @@ def _image(value: ir.Value) -> bool:
     return isinstance(value.type, ir.RankedTensorType) and value.type.rank in RANKS
 
 
-def channels_last_values(main: ir.Operation) -> frozenset[ir.Value]:
-    """The values of `main` held channels-last: each convolution's image (under the pad
-    the host folds into it), accumulator (its bias) and result, then, in program order, views of them that keep
-    their batch and channels, the results of kernels that read one of them with their
-    own shape, and concatenations of them; then, in reverse, the images that views of
-    them or kernels computing only for them are made from."""
-    held: set[ir.Value] = set()
+def channels_last_inputs(main: ir.Operation, signature: GraphSignature) -> frozenset[int]:
+    """The positions of the inputs of `main` traced channels-last (and so not
+    contiguous) at static sizes: a training step's activations, which the forward
+    returns as written, for the backward's pieces (frontend/saved_layouts.py)."""
+    found = set()
+    arguments = main.regions[0].blocks[0].arguments
+    for position, (argument, graph_input) in enumerate(zip(arguments, signature.inputs)):
+        if (isinstance(graph_input, TensorInput) and graph_input.stride is not None
+                and graph_input.permutation is None and _image(argument)
+                and ir.ShapedType(argument.type).has_static_shape):
+            shape = list(ir.ShapedType(argument.type).shape)
+            if list(graph_input.stride) == strides(shape, True) != strides(shape, False):
+                found.add(position)
+    return frozenset(found)
+
+
+def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset()
+                         ) -> frozenset[ir.Value]:
+    """The values of `main` held channels-last: its arguments at `inputs`, each
+    convolution's image (under the pad the host folds into it), accumulator (its bias)
+    and result, then, in program order, views of them that keep their batch and
+    channels, the results of kernels that read one of them with their own shape, and
+    concatenations of them; then, in reverse, the images that views of them or kernels
+    computing only for them are made from."""
+    arguments = main.regions[0].blocks[0].arguments
+    held: set[ir.Value] = {arguments[position] for position in inputs
+                           if _image(arguments[position])}
     ops = [op.operation for op in main.regions[0].blocks[0].operations]
     for op in ops:
         if op.name == "tkern.library_call":

@@ -181,7 +181,9 @@ class TritonTarget(Target):
         module = stages.run_pipeline(module, "gpu", pipeline)
         kernels = ir.ops_where(module.operation, is_kernel)
         with stages.timed("triton-codegen"):
-            channels_last = layouts.channels_last_values(ir.function_named(module, "main"))
+            main = ir.function_named(module, "main")
+            channels_last = layouts.channels_last_values(
+                main, layouts.channels_last_inputs(main, signature))
             narrowed = host_program.narrowed_values(module)
             sources, located, refused, unknown = {}, {}, [], set()
             for kernel, generated in translate.generated_kernels(
@@ -212,16 +214,17 @@ class TritonTarget(Target):
             sources.update(combos)
             try:
                 module_source = "\n\n".join([PRELUDE] + functions)
-                host_source = host_program.generate(module, sources, signature,
-                                                    stages.dump.graph_name, channels_last,
-                                                    narrowed)
+                program = host_program.generate(module, sources, signature,
+                                                stages.dump.graph_name, channels_last, narrowed)
             except UnsupportedKernel as error:
                 raise CompileFailure("triton-codegen", str(error),
                                      nodes=_nodes_of(error.at)) from error
         function_nodes: dict[str, set[str]] = {}
         for name, kernel in sources.items():
             function_nodes.setdefault(kernel.function, set()).update(located[name])
-        entry = {"kernels_source": module_source, "host_source": host_source,
+        entry = {"kernels_source": module_source, "host_source": program.source,
+                 # By result index: JSON keys are strings.
+                 "result_strides": {str(i): s for i, s in program.result_strides.items()},
                  "kernels": launch_count(kernels),
                  "function_nodes": {f: sorted(n) for f, n in function_nodes.items()}}
         cache.store(cache_key, entry)
@@ -231,8 +234,10 @@ class TritonTarget(Target):
                options, stages: Stages, compile_first: bool) -> tuple[Callable, int]:
         """The host program of a graph cache `entry`, its kernels loaded from the
         cubins the entry lists, if any; after its first call, the entry lists the
-        cubins of all kernels that call loaded."""
+        cubins of all kernels that call loaded. Fills `signature.result_strides`."""
         module_source, host_source = entry["kernels_source"], entry["host_source"]
+        signature.result_strides = {int(index): tuple(strides) for index, strides
+                                    in entry.get("result_strides", {}).items()}
         stages.write("triton_kernels.py", lambda: module_source)
         stages.write("host_program.py", lambda: host_source)
         namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
