@@ -1363,17 +1363,20 @@ def test_a_dry_run_skips_scatters_whose_indices_no_kernel_wrote():
     assert buffer.tolist() == [0, 2, 0, 0]
 
 
-def test_an_embedding_s_gradient_scatters_rows_into_the_table():
+def test_an_embedding_s_gradient_scatters_rows_into_the_table(tmp_path):
     """torch-mlir scatters an embedding's gradient as [N, 1, D] updates into the [V, D]
     table; index_put_ took them as is and raised in every transformer's backward
     ("expand(... [N, 1, D], size=[N, D])"). Token 1 and 3 come twice: they accumulate."""
     weight = torch.randn(10, 4, requires_grad=True)
     ids, grad = torch.tensor([[1, 3, 1], [0, 9, 3]]), torch.randn(2, 3, 4)
-    compile_triton(lambda w, i: F.embedding(i, w))(weight, ids).backward(grad)
+    compile_triton(lambda w, i: F.embedding(i, w), tmp_path / "dump")(weight, ids).backward(grad)
     compiled_grad, weight.grad = weight.grad, None
     F.embedding(ids, weight).backward(grad)
     torch.testing.assert_close(compiled_grad, weight.grad)
     assert_compiled(2)
+    # An accumulating scatter stays index_put_ (atomic adds), not a scatter kernel.
+    (host,) = tmp_path.glob("dump/*_backward/*_host_program.py")
+    assert "accumulate=True" in host.read_text()
 
 
 def test_a_static_cache_update_scatters_single_elements():
@@ -1402,8 +1405,10 @@ def test_a_decode_steps_concatenations_are_gathered(tmp_path):
     """torch-mlir scatters the new entries one element at a time, one index column per
     cache dim (iotas for the dims not indexed, the positions for the one indexed), each
     flattened and unsqueezed, then concatenated: gathered through those reshapes, the
-    columns are one kernel with their iotas, not a kernel each and a torch.cat. The
-    angles' halves, one tensor twice, are gathered into the cos and sin kernel."""
+    columns are one generic with their iotas, not a kernel each and a torch.cat, and
+    the scatter kernel computes them where it stores (fuse-into-scatters): no
+    index_put_ on the host. The angles' halves, one tensor twice, are gathered into the
+    cos and sin kernel."""
     cache, new = torch.randn(2, 3, 10, 4), torch.randn(2, 3, 1, 4)
     positions, inverse_frequencies = torch.tensor([6]), torch.randn(2)
     expected_cache = cache.clone()
@@ -1415,10 +1420,43 @@ def test_a_decode_steps_concatenations_are_gathered(tmp_path):
     torch.testing.assert_close(cache, expected_cache)
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
-    assert "torch.cat(" not in host and host.count("scatter(") == 1, host
-    # the frequencies and the index columns (one combo kernel), cos, sin, the doubled
-    # cache
-    assert len(re.findall(r"^    launch_main_\w+\(", host, re.M)) == 4, host
+    assert "torch.cat(" not in host and "scatter(" not in host, host
+    # the cache update and cos (one combo kernel), sin, the doubled cache
+    assert len(re.findall(r"^    launch_main_\w+\(", host, re.M)) == 3, host
+
+
+def _tiny_decoder(name):
+    """A tiny Llama, or Gemma (one key/value head), with random weights."""
+    import transformers
+    config = {"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4,
+              "num_key_value_heads": 2 if name == "Llama" else 1, "head_dim": 8,
+              "intermediate_size": 64, "vocab_size": 128, "max_position_embeddings": 64,
+              "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2}
+    torch.manual_seed(0)
+    return getattr(transformers, f"{name}ForCausalLM")(
+        getattr(transformers, f"{name}Config")(**config)).eval()
+
+
+@pytest.mark.parametrize("name", ["Llama", "Gemma"])
+def test_a_static_cache_is_updated_by_kernels_that_compute_their_addresses(name, tmp_path):
+    """generate() with a static KV cache and a compiled forward picks eager's tokens.
+    Each step writes its new keys and values into the cache with scatter kernels that
+    compute their index rows and the keys' rotary embedding themselves
+    (fuse-into-scatters), not with index_put_ on host-built index columns."""
+    model = _tiny_decoder(name)
+    ids = torch.randint(3, 128, (1, 6))
+    settings = {"max_new_tokens": 4, "min_new_tokens": 4, "do_sample": False,
+                "cache_implementation": "static"}
+    expected = model.generate(ids, **settings)
+    model.forward = torch.compile(model.forward, backend="mlir", fullgraph=True, options={
+        "target": "triton", "fallback": False, "dump_dir": str(tmp_path / "dump")})
+    assert model.generate(ids, **settings).tolist() == expected.tolist()
+    assert_compiled()
+    hosts = [path.read_text() for path in tmp_path.glob("dump/*/*_host_program.py")]
+    kernels = "".join(path.read_text() for path in tmp_path.glob("dump/*/*_triton_kernels.py"))
+    assert hosts and not any("scatter(" in host for host in hosts)
+    # a prompt's and a step's K and V per layer
+    assert kernels.count("scatter index out of bounds") >= 8, kernels
 
 
 def _scattered_as_tm_tensor(original, indices, updates):
