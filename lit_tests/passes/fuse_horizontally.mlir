@@ -1,5 +1,6 @@
 // RUN: %opt %s --split-input-file -p fuse-horizontally | filecheck %s
 // RUN: %opt %s --split-input-file -p 'fuse-horizontally{max-arguments=8}' | filecheck %s --check-prefix=BUDGET
+// RUN: %opt %s --split-input-file -p 'fuse-horizontally{max-points=64}' | filecheck %s --check-prefix=POINTS
 
 #pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
 
@@ -187,4 +188,32 @@ func.func @negative_fill_and_dynamic(%a: tensor<?xf32>, %b: tensor<32xf32>) -> (
     "tkern.yield"(%g) : (tensor<32xf32>) -> ()
   }) {sym_name = "k2", tessel.gpu = #pointwise} : () -> tensor<32xf32>
   return %f, %a2, %b2 : tensor<32xf32>, tensor<?xf32>, tensor<32xf32>
+}
+
+// -----
+
+#pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+
+// A layer's K and V cache updates: scatter kernels of 8 points each into caches of 512,
+// which count their updates' points: under a limit of 64 they still launch together.
+// CHECK-LABEL: func.func @cache_updates
+// POINTS-LABEL: func.func @cache_updates
+// POINTS:         sym_name = "k_update", tessel.combo = "cache_updates_combo_0"
+// POINTS:         sym_name = "v_update", tessel.combo = "cache_updates_combo_0"
+func.func @cache_updates(%k_cache: tensor<1x2x64x4xf32>, %v_cache: tensor<1x2x64x4xf32>, %k: tensor<8x1x1x1x1xf32>, %v: tensor<8x1x1x1x1xf32>, %rows: tensor<8x4xi64>) -> (tensor<1x2x64x4xf32>, tensor<1x2x64x4xf32>) {
+  %k2 = "tkern.kernel"() ({
+    %s = tm_tensor.scatter {dimension_map = array<i64: 0, 1, 2, 3>} unique_indices(true) ins(%k, %rows : tensor<8x1x1x1x1xf32>, tensor<8x4xi64>) outs(%k_cache : tensor<1x2x64x4xf32>) {
+    ^bb0(%new: f32, %old: f32):
+      tm_tensor.yield %new : f32
+    } -> tensor<1x2x64x4xf32>
+    "tkern.yield"(%s) : (tensor<1x2x64x4xf32>) -> ()
+  }) {sym_name = "k_update", tessel.gpu = #pointwise} : () -> tensor<1x2x64x4xf32>
+  %v2 = "tkern.kernel"() ({
+    %s = tm_tensor.scatter {dimension_map = array<i64: 0, 1, 2, 3>} unique_indices(true) ins(%v, %rows : tensor<8x1x1x1x1xf32>, tensor<8x4xi64>) outs(%v_cache : tensor<1x2x64x4xf32>) {
+    ^bb0(%new: f32, %old: f32):
+      tm_tensor.yield %new : f32
+    } -> tensor<1x2x64x4xf32>
+    "tkern.yield"(%s) : (tensor<1x2x64x4xf32>) -> ()
+  }) {sym_name = "v_update", tessel.gpu = #pointwise} : () -> tensor<1x2x64x4xf32>
+  return %k2, %v2 : tensor<1x2x64x4xf32>, tensor<1x2x64x4xf32>
 }
