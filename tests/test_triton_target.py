@@ -1425,6 +1425,27 @@ def test_a_decode_steps_concatenations_are_gathered(tmp_path):
     assert len(re.findall(r"^    launch_main_\w+\(", host, re.M)) == 3, host
 
 
+@pytest.mark.parametrize("fn, args", [
+    # rows of a table, one index negative
+    (lambda x, i, v: torch.index_put(x, (i,), v) * 2,
+     (torch.randn(6, 4), torch.tensor([-1, 2, 0]), torch.randn(3, 4))),
+    # single elements, one index tensor per dim
+    (lambda x, i, j, v: torch.index_put(x, (i, j), v) * 2,
+     (torch.randn(5, 7), torch.tensor([4, 0, 2]), torch.tensor([6, 1, 3]), torch.randn(3))),
+    # whole slices along dim 1, an input's index
+    (lambda x, i, v: torch.index_copy(x, 1, i, v) * 2,
+     (torch.randn(3, 8, 2), torch.tensor([5, 1]), torch.randn(3, 2, 2))),
+], ids=["negative_row", "elements", "slices"])
+def test_a_scatter_that_stores_is_a_kernel(fn, args, tmp_path):
+    """index_put without accumulation and index_copy scatter in a Triton kernel of
+    their own (scatter_kernel.py), which loads or computes the index rows: negative
+    indices count from the end, as index_put_'s."""
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(*args), fn(*args))
+    assert_compiled()
+    kernels, host = generated_files(tmp_path / "dump")
+    assert "scatter(" not in host and "scatter index out of bounds" in kernels
+
+
 def _tiny_decoder(name):
     """A tiny Llama, or Gemma (one key/value head), with random weights."""
     import transformers

@@ -9,9 +9,8 @@ starts at the index there (torch-mlir scatters an embedding's gradient as [N, 1,
 updates into [V, D], a static KV cache's new entries as [N, 1, 1, 1, 1] into
 [B, H, S, D]). The row is loaded from the indices tensor, or computed in the kernel
 where fuse-into-scatters moved the generic that computes it there; so are the
-updates. Negative indices
-count from the end, as index_put_'s do; a point outside the buffer is not stored (and
-fails the kernel's device assert under TRITON_DEBUG=1).
+updates. Negative indices count from the end, as index_put_'s do; a point outside the
+buffer is not stored (and fails the kernel's device assert under TRITON_DEBUG=1).
 
 The buffer is the kernel's result: the host hands it over holding the original
 (KernelResult.initial), as a copy or as the input written in place.
@@ -91,8 +90,8 @@ def _index(writer: ReductionWriter, indices: ir.Value, body: list[ir.Operation],
            row: sympy.Expr, column: int) -> str:
     """Column `column` of row `row` of the indices, as a Triton value: computed by their
     generic where the kernel holds it (fuse-into-scatters), else loaded."""
-    producer = ir.operation_of(indices.owner)
-    if producer in body:
+    producer = _defined_in(indices, body)
+    if producer is not None:
         # The column as lanes that hold it, not as a literal: the conditions on it are
         # then lanes too, as in a kernel of the indices (a 0-d condition in a load's
         # mask fails in Triton's interpreter), and Triton folds the constant lanes.
@@ -110,11 +109,11 @@ def _update(writer: ReductionWriter, updates: ir.Value, body: list[ir.Operation]
     """The lane's element of the updates, at `element`, as a Triton value: computed by
     their generic where the kernel holds it (fuse-into-scatters), else loaded."""
     source = updates
-    producer = ir.operation_of(source.owner)
-    while producer in body and producer.name in RESHAPES:
+    producer = _defined_in(source, body)
+    while producer is not None and producer.name in RESHAPES:
         source = producer.operands[0]
-        producer = ir.operation_of(source.owner)
-    if producer not in body:
+        producer = _defined_in(source, body)
+    if producer is None:
         identity = ir.AffineMap.get_identity(len(element), updates.type.context)
         return as_value(writer.read(updates, identity, element, "row"))
     # Reshapes keep the row-major order of points: the lane's flat index in the updates
@@ -123,3 +122,9 @@ def _update(writer: ReductionWriter, updates: ir.Value, body: list[ir.Operation]
     (computed,) = writer.evaluate(producer, walked(extent, list(reversed(range(len(extent))))),
                                   "row")
     return as_value(computed)
+
+
+def _defined_in(value: ir.Value, body: list[ir.Operation]) -> ir.Operation | None:
+    """The op of the kernel's `body` that computes `value`, else None (a value of main)."""
+    owner = ir.operation_of(value.owner)
+    return owner if owner is not None and owner in body else None
