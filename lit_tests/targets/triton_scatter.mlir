@@ -96,6 +96,25 @@ module {
 
 // -----
 
+// Index rows and updates that are the graph's inputs: loaded, each row's index
+// negative ones counted from the end.
+// CHECK-LABEL: def main_kernel_0(in0, in1, out0,
+// CHECK:         [[AT:at[0-9]+]] = tl.load(in0 + in0_stride0*((r // 4) % 3), mask=mask).to(tl.int64)
+// CHECK-NEXT:    [[AT]] = tl.where([[AT]] < 0, [[AT]] + 6, [[AT]])
+// CHECK:         [[NEW:v[0-9]+]] = tl.load(in1 + in1_stride0*((r // 4) % 3) + in1_stride2*(r % 4), mask=mask)
+// CHECK-NEXT:    tl.store(out0 + [[AT]]*out0_stride0 + out0_stride1*(r % 4), [[NEW]], mask=mask & ([[AT]] >= 0) & ([[AT]] < 6))
+module {
+  func.func @main(%arg0: tensor<6x4xf32>, %arg1: tensor<3x1xi64>, %arg2: tensor<3x1x4xf32>) -> tensor<6x4xf32> {
+    %0 = tm_tensor.scatter {dimension_map = array<i64: 0>} unique_indices(false) ins(%arg2, %arg1 : tensor<3x1x4xf32>, tensor<3x1xi64>) outs(%arg0 : tensor<6x4xf32>) {
+    ^bb0(%new: f32, %old: f32):
+      tm_tensor.yield %new : f32
+    } -> tensor<6x4xf32>
+    return %0 : tensor<6x4xf32>
+  }
+}
+
+// -----
+
 // An embedding's backward: its scatter adds colliding rows, so it stays a library call
 // (index_put_ with accumulate): no scatter kernel.
 // CHECK-NOT:     scatter index out of bounds
