@@ -550,13 +550,15 @@ import importlib.util, json, sys
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
 path, name, pointer, constexprs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+pointers = json.loads(sys.argv[5])
 spec = importlib.util.spec_from_file_location("generated_kernels", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 kernel = getattr(module, name)
 # A kernel of static sizes takes its strides as constants (any will do for the PTX).
 constexprs = {**{arg: 1 for arg in kernel.arg_names if "_stride" in arg}, **constexprs}
-signature = {name: "constexpr" if name in constexprs else pointer for name in kernel.arg_names}
+signature = {name: "constexpr" if name in constexprs else pointers.get(name, pointer)
+             for name in kernel.arg_names}
 # Pointers 16-byte aligned, as the JIT specializes the caching allocator's buffers.
 aligned = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
            if signature[name] != "constexpr"}
@@ -566,12 +568,14 @@ print(compiled.asm["ptx"])
 """
 
 
-def _ptx_for_sm90(kernels_file, name: str, pointer: str, constexprs: dict) -> str:
+def _ptx_for_sm90(kernels_file, name: str, pointer: str, constexprs: dict,
+                  pointers: dict | None = None) -> str:
     """PTX of the generated kernel `name` for sm_90, compiled without a GPU (in a
-    process without TRITON_INTERPRET)."""
+    process without TRITON_INTERPRET); its pointers are `pointer`s but those that
+    `pointers` names another type."""
     environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     result = subprocess.run([sys.executable, "-c", _PTX_FOR_SM90, str(kernels_file), name,
-                             pointer, json.dumps(constexprs)],
+                             pointer, json.dumps(constexprs), json.dumps(pointers or {})],
                             capture_output=True, text=True, env=environment, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert ".target sm_90" in result.stdout
@@ -583,6 +587,21 @@ def test_generated_kernels_compile_to_ptx_for_sm90(tmp_path):
     compile_triton(lambda x, w: torch.softmax(x, -1) * w, tmp_path / "dump")(x, torch.randn(512))
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
     assert "ld.global" in _ptx_for_sm90(kernels_file, "main_kernel_0", "*fp32", {"BLOCK": 512})
+
+
+def test_a_cache_update_compiles_to_ptx_for_sm90(tmp_path):
+    """A scatter kernel that computes its index rows (int64 selects on constant
+    columns, a gathered position) and its updates compiles for a GPU too."""
+    def update(cache, positions, new):
+        cache.index_copy_(2, positions, new * 2)
+        return cache * 1
+    update_args = (torch.randn(1, 2, 8, 4), torch.tensor([3]), torch.randn(1, 2, 1, 4))
+    compile_triton(update, tmp_path / "dump")(*update_args)
+    kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
+    name = re.search(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*scatter index out of bounds",
+                     kernels_file.read_text(), re.DOTALL).group(1)
+    ptx = _ptx_for_sm90(kernels_file, name, "*fp32", {"BLOCK": 1024}, {"in0": "*i64"})
+    assert "st.global" in ptx
 
 
 def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path):
