@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.buffer_views import view_root
+from tessel.passes.duplicate_cheap_producers import RESHAPES
 from tessel.passes.form_kernels import is_kernel, scatter_of, sole_generic
 from tessel.passes.registry import ModulePass, register
 
@@ -72,7 +73,8 @@ class FuseHorizontallyPass(ModulePass):
     (directly or through ops between them): each kernel of a group is moved down to
     the last one, and all are marked with `tessel.combo`, the combo kernel's name. The
     Triton target launches a combo once, each program running one block of one member.
-    A group closes at the first op that reads one of its results, or where the next
+    A group closes at the first op that reads one of its results (a reshape of one
+    moves down behind the combo instead, and its readers close it), or where the next
     member's launch arguments (a pointer and a stride per dim, for every tensor it
     reads or writes) would pass `max-arguments`: CUDA kernels take 4 KiB of
     parameters, 512 pointers, before CUDA 12.1. Left alone: kernels that write more
@@ -91,30 +93,45 @@ class FuseHorizontallyPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         for function in ir.defined_functions(module):
             name = ir.StringAttr(function.attributes["sym_name"]).value
-            for number, members in enumerate(self._groups(function)):
+            for number, (members, views) in enumerate(self._groups(function)):
                 for member in members[:-1]:
                     member.move_before(members[-1])
+                after = members[-1]
+                for view in views:
+                    view.move_after(after)
+                    after = view
                 with module.context:
                     for member in members:
                         member.attributes[COMBO] = ir.StringAttr.get(f"{name}_combo_{number}")
 
-    def _groups(self, function: ir.Operation) -> list[list[ir.Operation]]:
-        groups: list[list[ir.Operation]] = []
+    def _groups(self, function: ir.Operation
+                ) -> list[tuple[list[ir.Operation], list[ir.Operation]]]:
+        """Each combo's members, and the reshapes of their results between them, which
+        move down behind the combo's launch."""
+        groups: list[tuple[list[ir.Operation], list[ir.Operation]]] = []
         members: list[ir.Operation] = []
-        produced: set = set()  # the members' results
+        views: list[ir.Operation] = []
+        produced: set = set()  # the members' results, and reshapes of them
         arguments, decision = 0, None
 
         def close():
             nonlocal arguments
             if len(members) > 1:
-                groups.append(list(members))
+                groups.append((list(members), list(views)))
             members.clear()
+            views.clear()
             produced.clear()
             arguments = 0
 
         for op in function.regions[0].blocks[0].operations:
             op = op.operation
             if any(value in produced for value in ir.values_read_from_above(op)):
+                if op.name in RESHAPES:
+                    # A view of a member's result (a query's reshape to heads after its
+                    # rotary embedding) closes no group: it follows the launch.
+                    views.append(op)
+                    produced.update(op.results)
+                    continue
                 close()
             size = _launch_arguments(op, self.max_points)
             if size is None:
