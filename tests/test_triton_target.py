@@ -550,13 +550,15 @@ import importlib.util, json, sys
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
 path, name, pointer, constexprs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+pointers = json.loads(sys.argv[5])
 spec = importlib.util.spec_from_file_location("generated_kernels", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 kernel = getattr(module, name)
 # A kernel of static sizes takes its strides as constants (any will do for the PTX).
 constexprs = {**{arg: 1 for arg in kernel.arg_names if "_stride" in arg}, **constexprs}
-signature = {name: "constexpr" if name in constexprs else pointer for name in kernel.arg_names}
+signature = {name: "constexpr" if name in constexprs else pointers.get(name, pointer)
+             for name in kernel.arg_names}
 # Pointers 16-byte aligned, as the JIT specializes the caching allocator's buffers.
 aligned = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
            if signature[name] != "constexpr"}
@@ -566,12 +568,14 @@ print(compiled.asm["ptx"])
 """
 
 
-def _ptx_for_sm90(kernels_file, name: str, pointer: str, constexprs: dict) -> str:
+def _ptx_for_sm90(kernels_file, name: str, pointer: str, constexprs: dict,
+                  pointers: dict | None = None) -> str:
     """PTX of the generated kernel `name` for sm_90, compiled without a GPU (in a
-    process without TRITON_INTERPRET)."""
+    process without TRITON_INTERPRET); its pointers are `pointer`s but those that
+    `pointers` names another type."""
     environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     result = subprocess.run([sys.executable, "-c", _PTX_FOR_SM90, str(kernels_file), name,
-                             pointer, json.dumps(constexprs)],
+                             pointer, json.dumps(constexprs), json.dumps(pointers or {})],
                             capture_output=True, text=True, env=environment, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert ".target sm_90" in result.stdout
@@ -583,6 +587,21 @@ def test_generated_kernels_compile_to_ptx_for_sm90(tmp_path):
     compile_triton(lambda x, w: torch.softmax(x, -1) * w, tmp_path / "dump")(x, torch.randn(512))
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
     assert "ld.global" in _ptx_for_sm90(kernels_file, "main_kernel_0", "*fp32", {"BLOCK": 512})
+
+
+def test_a_cache_update_compiles_to_ptx_for_sm90(tmp_path):
+    """A scatter kernel that computes its index rows (int64 selects on constant
+    columns, a gathered position) and its updates compiles for a GPU too."""
+    def update(cache, positions, new):
+        cache.index_copy_(2, positions, new * 2)
+        return cache * 1
+    update_args = (torch.randn(1, 2, 8, 4), torch.tensor([3]), torch.randn(1, 2, 1, 4))
+    compile_triton(update, tmp_path / "dump")(*update_args)
+    kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
+    name = re.search(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*scatter index out of bounds",
+                     kernels_file.read_text(), re.DOTALL).group(1)
+    ptx = _ptx_for_sm90(kernels_file, name, "*fp32", {"BLOCK": 1024}, {"in0": "*i64"})
+    assert "st.global" in ptx
 
 
 def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path):
@@ -1446,17 +1465,20 @@ def test_a_dry_run_skips_scatters_whose_indices_no_kernel_wrote():
     assert buffer.tolist() == [0, 2, 0, 0]
 
 
-def test_an_embedding_s_gradient_scatters_rows_into_the_table():
+def test_an_embedding_s_gradient_scatters_rows_into_the_table(tmp_path):
     """torch-mlir scatters an embedding's gradient as [N, 1, D] updates into the [V, D]
     table; index_put_ took them as is and raised in every transformer's backward
     ("expand(... [N, 1, D], size=[N, D])"). Token 1 and 3 come twice: they accumulate."""
     weight = torch.randn(10, 4, requires_grad=True)
     ids, grad = torch.tensor([[1, 3, 1], [0, 9, 3]]), torch.randn(2, 3, 4)
-    compile_triton(lambda w, i: F.embedding(i, w))(weight, ids).backward(grad)
+    compile_triton(lambda w, i: F.embedding(i, w), tmp_path / "dump")(weight, ids).backward(grad)
     compiled_grad, weight.grad = weight.grad, None
     F.embedding(ids, weight).backward(grad)
     torch.testing.assert_close(compiled_grad, weight.grad)
     assert_compiled(2)
+    # An accumulating scatter stays index_put_ (atomic adds), not a scatter kernel.
+    (host,) = tmp_path.glob("dump/*_backward/*_host_program.py")
+    assert "accumulate=True" in host.read_text()
 
 
 def test_a_static_cache_update_scatters_single_elements():
@@ -1485,8 +1507,10 @@ def test_a_decode_steps_concatenations_are_gathered(tmp_path):
     """torch-mlir scatters the new entries one element at a time, one index column per
     cache dim (iotas for the dims not indexed, the positions for the one indexed), each
     flattened and unsqueezed, then concatenated: gathered through those reshapes, the
-    columns are one kernel with their iotas, not a kernel each and a torch.cat. The
-    angles' halves, one tensor twice, are gathered into the cos and sin kernel."""
+    columns are one generic with their iotas, not a kernel each and a torch.cat, and
+    the scatter kernel computes them where it stores (fuse-into-scatters): no
+    index_put_ on the host. The angles' halves, one tensor twice, are gathered into the
+    cos and sin kernel."""
     cache, new = torch.randn(2, 3, 10, 4), torch.randn(2, 3, 1, 4)
     positions, inverse_frequencies = torch.tensor([6]), torch.randn(2)
     expected_cache = cache.clone()
@@ -1498,10 +1522,65 @@ def test_a_decode_steps_concatenations_are_gathered(tmp_path):
     torch.testing.assert_close(cache, expected_cache)
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
-    assert "torch.cat(" not in host and host.count("scatter(") == 1, host
-    # the frequencies and the index columns (one combo kernel), cos, sin, the doubled
-    # cache
-    assert len(re.findall(r"^    launch_main_\w+\(", host, re.M)) == 4, host
+    assert "torch.cat(" not in host and "scatter(" not in host, host
+    # the cache update, cos and sin (one combo kernel: the views of cos between them
+    # follow it), the doubled cache
+    assert len(re.findall(r"^    launch_main_\w+\(", host, re.M)) == 2, host
+
+
+@pytest.mark.parametrize("fn, args", [
+    # rows of a table, one index negative
+    (lambda x, i, v: torch.index_put(x, (i,), v) * 2,
+     (torch.randn(6, 4), torch.tensor([-1, 2, 0]), torch.randn(3, 4))),
+    # single elements, one index tensor per dim
+    (lambda x, i, j, v: torch.index_put(x, (i, j), v) * 2,
+     (torch.randn(5, 7), torch.tensor([4, 0, 2]), torch.tensor([6, 1, 3]), torch.randn(3))),
+    # whole slices along dim 1, an input's index
+    (lambda x, i, v: torch.index_copy(x, 1, i, v) * 2,
+     (torch.randn(3, 8, 2), torch.tensor([5, 1]), torch.randn(3, 2, 2))),
+], ids=["negative_row", "elements", "slices"])
+def test_a_scatter_that_stores_is_a_kernel(fn, args, tmp_path):
+    """index_put without accumulation and index_copy scatter in a Triton kernel of
+    their own (scatter_kernel.py), which loads or computes the index rows: negative
+    indices count from the end, as index_put_'s."""
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(*args), fn(*args))
+    assert_compiled()
+    kernels, host = generated_files(tmp_path / "dump")
+    assert "scatter(" not in host and "scatter index out of bounds" in kernels
+
+
+def _tiny_decoder(name):
+    """A tiny Llama, or Gemma (one key/value head), with random weights."""
+    import transformers
+    config = {"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4,
+              "num_key_value_heads": 2 if name == "Llama" else 1, "head_dim": 8,
+              "intermediate_size": 64, "vocab_size": 128, "max_position_embeddings": 64,
+              "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2}
+    torch.manual_seed(0)
+    return getattr(transformers, f"{name}ForCausalLM")(
+        getattr(transformers, f"{name}Config")(**config)).eval()
+
+
+@pytest.mark.parametrize("name", ["Llama", "Gemma"])
+def test_a_static_cache_is_updated_by_kernels_that_compute_their_addresses(name, tmp_path):
+    """generate() with a static KV cache and a compiled forward picks eager's tokens.
+    Each step writes its new keys and values into the cache with scatter kernels that
+    compute their index rows and the keys' rotary embedding themselves
+    (fuse-into-scatters), not with index_put_ on host-built index columns."""
+    model = _tiny_decoder(name)
+    ids = torch.randint(3, 128, (1, 6))
+    settings = {"max_new_tokens": 4, "min_new_tokens": 4, "do_sample": False,
+                "cache_implementation": "static"}
+    expected = model.generate(ids, **settings)
+    model.forward = torch.compile(model.forward, backend="mlir", fullgraph=True, options={
+        "target": "triton", "fallback": False, "dump_dir": str(tmp_path / "dump")})
+    assert model.generate(ids, **settings).tolist() == expected.tolist()
+    assert_compiled()
+    hosts = [path.read_text() for path in tmp_path.glob("dump/*/*_host_program.py")]
+    kernels = "".join(path.read_text() for path in tmp_path.glob("dump/*/*_triton_kernels.py"))
+    assert hosts and not any("scatter(" in host for host in hosts)
+    # a prompt's and a step's K and V per layer
+    assert kernels.count("scatter index out of bounds") >= 8, kernels
 
 
 def _scattered_as_tm_tensor(original, indices, updates):

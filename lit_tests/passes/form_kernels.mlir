@@ -80,7 +80,8 @@ func.func @results_of_two_types(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi
 
 // -----
 
-// A scatter (max pooling's backward) is a library call: aten's index_put_ on the GPU.
+// A scatter that adds its updates (an embedding's backward) is a library call:
+// aten's index_put_ with accumulate on the GPU.
 // CHECK-LABEL: func.func @scatter
 // CHECK:         "tkern.library_call"() ({
 // CHECK:           tm_tensor.scatter
@@ -93,6 +94,32 @@ func.func @scatter(%updates: tensor<3xf32>, %indices: tensor<3x1xi64>, %into: te
     tm_tensor.yield %sum : f32
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
+}
+
+// -----
+
+// One that stores them (index_copy_, a static KV cache's update) is a kernel of its
+// own, but for dynamic sizes: index_put_ then.
+// CHECK-LABEL: func.func @stores
+// CHECK:         "tkern.kernel"() ({
+// CHECK:           tm_tensor.scatter
+// CHECK:         }) {sym_name = "stores_kernel_0"}
+// CHECK:         "tkern.library_call"() ({
+// CHECK:           tm_tensor.scatter
+// CHECK:         }) {callee = "scatter"}
+func.func @stores(%updates: tensor<3xf32>, %indices: tensor<3x1xi64>, %into: tensor<8xf32>,
+                  %dynamic: tensor<?xf32>, %rows: tensor<?x1xi64>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %r = tm_tensor.scatter {dimension_map = array<i64: 0>} unique_indices(true)
+      ins(%updates, %indices : tensor<3xf32>, tensor<3x1xi64>) outs(%into : tensor<8xf32>) {
+  ^bb0(%update: f32, %current: f32):
+    tm_tensor.yield %update : f32
+  } -> tensor<8xf32>
+  %d = tm_tensor.scatter {dimension_map = array<i64: 0>} unique_indices(true)
+      ins(%dynamic, %rows : tensor<?xf32>, tensor<?x1xi64>) outs(%into : tensor<8xf32>) {
+  ^bb0(%update: f32, %current: f32):
+    tm_tensor.yield %update : f32
+  } -> tensor<8xf32>
+  return %r, %d : tensor<8xf32>, tensor<8xf32>
 }
 
 // -----

@@ -1,5 +1,6 @@
 // RUN: %opt %s --split-input-file -p fuse-horizontally | filecheck %s
 // RUN: %opt %s --split-input-file -p 'fuse-horizontally{max-arguments=8}' | filecheck %s --check-prefix=BUDGET
+// RUN: %opt %s --split-input-file -p 'fuse-horizontally{max-points=64}' | filecheck %s --check-prefix=POINTS
 
 #pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
 
@@ -71,11 +72,11 @@ func.func @negative_consumer(%a: tensor<32xf32>) -> tensor<32xf32> {
 
 #pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
 
-// A view of the first kernel's result sits between the two: moving the first kernel
-// down would break it, so the group closes before the second.
-// CHECK-LABEL: func.func @negative_read_in_between
+// The second kernel reads the first's result through two views between them: the
+// group closes before it.
+// CHECK-LABEL: func.func @negative_read_through_views
 // CHECK-NOT:     tessel.combo
-func.func @negative_read_in_between(%a: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<4x8xf32>, tensor<32xf32>) {
+func.func @negative_read_through_views(%a: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<4x8xf32>, tensor<32xf32>) {
   %a2 = "tkern.kernel"() ({
     %e = tensor.empty() : tensor<32xf32>
     %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a : tensor<32xf32>) outs(%e : tensor<32xf32>) {
@@ -86,9 +87,10 @@ func.func @negative_read_in_between(%a: tensor<32xf32>, %b: tensor<32xf32>) -> (
     "tkern.yield"(%g) : (tensor<32xf32>) -> ()
   }) {sym_name = "k0", tessel.gpu = #pointwise} : () -> tensor<32xf32>
   %view = tensor.expand_shape %a2 [[0, 1]] output_shape [4, 8] : tensor<32xf32> into tensor<4x8xf32>
+  %flat = tensor.collapse_shape %view [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
   %b2 = "tkern.kernel"() ({
     %e = tensor.empty() : tensor<32xf32>
-    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%flat : tensor<32xf32>) outs(%e : tensor<32xf32>) {
     ^bb0(%in: f32, %out: f32):
       %d = arith.addf %in, %in : f32
       linalg.yield %d : f32
@@ -187,4 +189,69 @@ func.func @negative_fill_and_dynamic(%a: tensor<?xf32>, %b: tensor<32xf32>) -> (
     "tkern.yield"(%g) : (tensor<32xf32>) -> ()
   }) {sym_name = "k2", tessel.gpu = #pointwise} : () -> tensor<32xf32>
   return %f, %a2, %b2 : tensor<32xf32>, tensor<?xf32>, tensor<32xf32>
+}
+
+// -----
+
+#pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+
+// A layer's K and V cache updates: scatter kernels of 8 points each into caches of 512,
+// which count their updates' points: under a limit of 64 they still launch together.
+// CHECK-LABEL: func.func @cache_updates
+// POINTS-LABEL: func.func @cache_updates
+// POINTS:         sym_name = "k_update", tessel.combo = "cache_updates_combo_0"
+// POINTS:         sym_name = "v_update", tessel.combo = "cache_updates_combo_0"
+func.func @cache_updates(%k_cache: tensor<1x2x64x4xf32>, %v_cache: tensor<1x2x64x4xf32>, %k: tensor<8x1x1x1x1xf32>, %v: tensor<8x1x1x1x1xf32>, %rows: tensor<8x4xi64>) -> (tensor<1x2x64x4xf32>, tensor<1x2x64x4xf32>) {
+  %k2 = "tkern.kernel"() ({
+    %s = tm_tensor.scatter {dimension_map = array<i64: 0, 1, 2, 3>} unique_indices(true) ins(%k, %rows : tensor<8x1x1x1x1xf32>, tensor<8x4xi64>) outs(%k_cache : tensor<1x2x64x4xf32>) {
+    ^bb0(%new: f32, %old: f32):
+      tm_tensor.yield %new : f32
+    } -> tensor<1x2x64x4xf32>
+    "tkern.yield"(%s) : (tensor<1x2x64x4xf32>) -> ()
+  }) {sym_name = "k_update", tessel.gpu = #pointwise} : () -> tensor<1x2x64x4xf32>
+  %v2 = "tkern.kernel"() ({
+    %s = tm_tensor.scatter {dimension_map = array<i64: 0, 1, 2, 3>} unique_indices(true) ins(%v, %rows : tensor<8x1x1x1x1xf32>, tensor<8x4xi64>) outs(%v_cache : tensor<1x2x64x4xf32>) {
+    ^bb0(%new: f32, %old: f32):
+      tm_tensor.yield %new : f32
+    } -> tensor<1x2x64x4xf32>
+    "tkern.yield"(%s) : (tensor<1x2x64x4xf32>) -> ()
+  }) {sym_name = "v_update", tessel.gpu = #pointwise} : () -> tensor<1x2x64x4xf32>
+  return %k2, %v2 : tensor<1x2x64x4xf32>, tensor<1x2x64x4xf32>
+}
+
+// -----
+
+#pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+
+// A reshape of the first kernel's result (a query's, to heads) between two independent
+// kernels: it moves behind the combo, whose launch computes what it views; the
+// function's return, which reads it, still follows.
+// CHECK-LABEL: func.func @view_between
+// CHECK:         %[[FIRST:.+]] = "tkern.kernel"
+// CHECK:         sym_name = "k0", tessel.combo = "view_between_combo_0"
+// CHECK:         %[[SECOND:.+]] = "tkern.kernel"
+// CHECK:         sym_name = "k1", tessel.combo = "view_between_combo_0"
+// CHECK-NEXT:    %[[VIEW:.+]] = tensor.expand_shape %[[FIRST]]
+// CHECK-NEXT:    return %[[VIEW]], %[[SECOND]]
+func.func @view_between(%a: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<4x8xf32>, tensor<32xf32>) {
+  %a2 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %d = arith.addf %in, %in : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "k0", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  %heads = tensor.expand_shape %a2 [[0, 1]] output_shape [4, 8] : tensor<32xf32> into tensor<4x8xf32>
+  %b2 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %d = arith.mulf %in, %in : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "k1", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  return %heads, %b2 : tensor<4x8xf32>, tensor<32xf32>
 }

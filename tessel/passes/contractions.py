@@ -83,15 +83,27 @@ def is_contraction(op: ir.Operation) -> bool:
                     for m in ir.indexing_maps(op) for e in m.results))
 
 
+def stores_updates(scatter: ir.Operation) -> bool:
+    """Whether the tm_tensor.scatter `scatter` stores its updates as they are
+    (index_copy_, index_put_ without accumulate, a static KV cache's update): its body
+    yields the update, and combines nothing with the original."""
+    block = scatter.regions[0].blocks[0]
+    body = [op.operation for op in block.operations]
+    return len(body) == 1 and body[0].operands[0] == block.arguments[0]
+
+
 def library_callee(op: ir.Operation) -> str | None:
     """The library routine that implements `op`, if any: "gemm" for contractions,
     "conv2d" for a named NCHW convolution (grouped or not), "scatter" for
     tm_tensor.scatter (aten's index_put_ on the GPU, which accumulates colliding
-    indices atomically)."""
+    indices atomically), but for one of static sizes that stores its updates: that is
+    a kernel of its own (Triton's scatter_kernel.py), one launch where index_put_ made
+    several, with host work to shape its index columns."""
     if op.name in NAMED_CONVOLUTIONS:
         return "conv2d"
     if op.name == "tm_tensor.scatter":
-        return "scatter"
+        static = all(ir.ShapedType(v.type).has_static_shape for v in op.operands)
+        return None if static and stores_updates(op) else "scatter"
     if op.name.startswith("linalg.") and is_contraction(op):
         return "gemm"
     return None

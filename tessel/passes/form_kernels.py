@@ -41,6 +41,16 @@ def sole_generic(kernel: ir.Operation | None) -> ir.Operation | None:
     return body[0] if len(body) == 2 and body[0].name == "linalg.generic" else None
 
 
+def scatter_of(kernel: ir.Operation) -> ir.Operation | None:
+    """The tm_tensor.scatter whose result the tkern.kernel `kernel` yields (a scatter
+    that stores its updates is a kernel, not a library call), else None."""
+    if kernel.name != KERNEL_OPS[0]:
+        return None
+    yielded = kernel_body(kernel)[-1].operands
+    owner = ir.operation_of(yielded[0].owner) if len(yielded) == 1 else None
+    return owner if owner is not None and owner.name == "tm_tensor.scatter" else None
+
+
 def _is_read(value: ir.Value) -> bool:
     return any(True for _ in value.uses)
 

@@ -6,7 +6,8 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.buffer_views import view_root
-from tessel.passes.form_kernels import is_kernel, sole_generic
+from tessel.passes.duplicate_cheap_producers import RESHAPES
+from tessel.passes.form_kernels import is_kernel, scatter_of, sole_generic
 from tessel.passes.registry import ModulePass, register
 
 # The attribute naming the combo kernel a kernel launches in.
@@ -72,13 +73,14 @@ class FuseHorizontallyPass(ModulePass):
     (directly or through ops between them): each kernel of a group is moved down to
     the last one, and all are marked with `tessel.combo`, the combo kernel's name. The
     Triton target launches a combo once, each program running one block of one member.
-    A group closes at the first op that reads one of its results, or where the next
+    A group closes at the first op that reads one of its results (a reshape of one
+    moves down behind the combo instead, and its readers close it), or where the next
     member's launch arguments (a pointer and a stride per dim, for every tensor it
     reads or writes) would pass `max-arguments`: CUDA kernels take 4 KiB of
-    parameters, 512 pointers, before CUDA 12.1. Left alone: kernels with a result of
-    more than `max-points` elements (its launch costs little beside its run, and
-    alone Triton compiles it once for every copy of it in a network's repeated
-    blocks), constant fills (their readers take the constant), kernels that only read
+    parameters, 512 pointers, before CUDA 12.1. Left alone: kernels that write more
+    than `max-points` elements (a result's, a scatter's updates': its launch costs
+    little beside its run, and alone Triton compiles it once for every copy of it in a
+    network's repeated blocks), constant fills (their readers take the constant), kernels that only read
     constants, kernels that only cast beside a library call (the host may fold them
     into it), and kernels that read or produce sizes known only at run time. A group
     of one is no combo.
@@ -91,30 +93,45 @@ class FuseHorizontallyPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         for function in ir.defined_functions(module):
             name = ir.StringAttr(function.attributes["sym_name"]).value
-            for number, members in enumerate(self._groups(function)):
+            for number, (members, views) in enumerate(self._groups(function)):
                 for member in members[:-1]:
                     member.move_before(members[-1])
+                after = members[-1]
+                for view in views:
+                    view.move_after(after)
+                    after = view
                 with module.context:
                     for member in members:
                         member.attributes[COMBO] = ir.StringAttr.get(f"{name}_combo_{number}")
 
-    def _groups(self, function: ir.Operation) -> list[list[ir.Operation]]:
-        groups: list[list[ir.Operation]] = []
+    def _groups(self, function: ir.Operation
+                ) -> list[tuple[list[ir.Operation], list[ir.Operation]]]:
+        """Each combo's members, and the reshapes of their results between them, which
+        move down behind the combo's launch."""
+        groups: list[tuple[list[ir.Operation], list[ir.Operation]]] = []
         members: list[ir.Operation] = []
-        produced: set = set()  # the members' results
+        views: list[ir.Operation] = []
+        produced: set = set()  # the members' results, and reshapes of them
         arguments, decision = 0, None
 
         def close():
             nonlocal arguments
             if len(members) > 1:
-                groups.append(list(members))
+                groups.append((list(members), list(views)))
             members.clear()
+            views.clear()
             produced.clear()
             arguments = 0
 
         for op in function.regions[0].blocks[0].operations:
             op = op.operation
             if any(value in produced for value in ir.values_read_from_above(op)):
+                if op.name in RESHAPES:
+                    # A view of a member's result (a query's reshape to heads after its
+                    # rotary embedding) closes no group: it follows the launch.
+                    views.append(op)
+                    produced.update(op.results)
+                    continue
                 close()
             size = _launch_arguments(op, self.max_points)
             if size is None:
@@ -137,11 +154,16 @@ def _launch_arguments(kernel: ir.Operation, max_points: int) -> int | None:
         return None
     if ir.StringAttr(ir.DictAttr(kernel.attributes["tessel.gpu"])["kind"]).value != "pointwise":
         return None
+    # A scatter writes its updates' points, into its result's buffer, which holds its
+    # original: a KV cache's update is a few points of a cache of millions.
+    scatter = scatter_of(kernel)
+    written = list(kernel.results) if scatter is None else [scatter.operands[0]]
     tensors = list(kernel.results)
     for value in dict.fromkeys(ir.values_read_from_above(kernel)):
         owner = ir.operation_of(value.owner)
-        if owner is not None and owner.name == "tensor.empty":
-            continue  # the shape of a result, which the host allocates
+        if (owner is not None and owner.name == "tensor.empty") or \
+                (scatter is not None and value == scatter.operands[2]):
+            continue  # the shape or the original of a result, which the host provides
         if isinstance(value.type, ir.ShapedType):
             tensors.append(value)
         elif owner is None or owner.name != "arith.constant":
@@ -150,7 +172,7 @@ def _launch_arguments(kernel: ir.Operation, max_points: int) -> int | None:
         return None
     if not all(ir.ShapedType(value.type).has_static_shape for value in tensors):
         return None
-    if any(math.prod(ir.ShapedType(r.type).shape) > max_points for r in kernel.results):
+    if any(math.prod(ir.ShapedType(v.type).shape) > max_points for v in written):
         return None
     return sum(1 + ir.ShapedType(value.type).rank for value in tensors)
 

@@ -146,7 +146,7 @@ def _gpu(templates: bool) -> str:
                         "collapse-elementwise-producers,",
                   # A norm of one token's row is a row kernel too.
                   unit_dims_folded="whole-reductions-as-rows,") +
-        "form-kernels," + (epilogues if templates else "")
+        "form-kernels,fuse-into-scatters," + (epilogues if templates else "")
         + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true})")
 
 

@@ -12,10 +12,10 @@ old value. This pass marks those results `tessel.in_place`; a target's host then
 input k to the kernel as that result's buffer, which saves the allocation and the copy
 back, as Inductor's kernels write an optimizer's states in place.
 
-A scatter (a library call of tm_tensor.scatter: index_put_, index_copy_, a static KV
-cache's update) whose original is input k, read by nothing else, is marked too: the
-host then scatters into input k itself instead of into a copy of it, and the input is
-not copied back. Each index the scatter writes is read only at that index, and the
+A scatter (a library call or kernel of tm_tensor.scatter: index_put_, index_copy_, a
+static KV cache's update) whose original is input k, read by nothing else, is marked
+too: the host then scatters into input k itself instead of into a copy of it, and the
+input is not copied back. Each index the scatter writes is read only at that index, and the
 other elements keep their values: the same argument as for the element-wise kernel.
 
 Nothing is marked in a function with runtime checks: a failed one runs the call
@@ -38,7 +38,7 @@ from torch_mlir.dialects import tensor
 
 from tessel import ir
 from tessel.passes.buffer_views import view_root
-from tessel.passes.form_kernels import sole_generic
+from tessel.passes.form_kernels import KERNEL_OPS, sole_generic
 from tessel.passes.fuse_returned_producers import elementwise
 from tessel.passes.registry import ModulePass, register
 
@@ -87,13 +87,16 @@ def _written_operand(value: ir.Value) -> tuple[ir.Operation, int] | None:
 
 
 def scattered_into(value: ir.Value) -> ir.Operation | None:
-    """The tm_tensor.scatter that computes `value`, a result of a library call that
-    scatters (library-calls' form for the GPU), else None."""
-    call = ir.operation_of(value.owner)
-    if call is None or call.name != "tkern.library_call":
+    """The tm_tensor.scatter that computes `value`, a result of a library call or a
+    kernel that scatters (form-kernels), else None."""
+    kernel = ir.operation_of(value.owner)
+    if kernel is None or kernel.name not in KERNEL_OPS:
         return None
-    scatter = call.regions[0].blocks[0].operations[0].operation
-    return scatter if scatter.name == "tm_tensor.scatter" else None
+    block = kernel.regions[0].blocks[0]
+    yielded = block.operations[len(block.operations) - 1].operands[
+        ir.OpResult(value).result_number]
+    scatter = ir.operation_of(yielded.owner)
+    return scatter if scatter is not None and scatter.name == "tm_tensor.scatter" else None
 
 
 def _scattered_in_place(value: ir.Value, argument: ir.Value) -> bool:

@@ -20,7 +20,7 @@ from tessel import ir
 from tessel.passes.buffer_views import view_root
 from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.fold_bias_into_gemm import is_row_bias_broadcast
-from tessel.passes.form_kernels import is_kernel, kernel_name, sole_generic
+from tessel.passes.form_kernels import is_kernel, kernel_name, scatter_of, sole_generic
 from tessel.passes.fuse_horizontally import (
     COMBO,
     combo_members,
@@ -111,9 +111,10 @@ def narrowed_values(module: ir.Module) -> dict[ir.Value, str]:
 
 
 def _stores_its_results(op: ir.Operation) -> bool:
-    """Whether `op` is a Triton kernel whose results stores.py writes (a scan writes
-    its own)."""
-    return layouts.generated_kernel(op) and op.name != "tm_tensor.scan"
+    """Whether `op` is a Triton kernel whose results stores.py writes (a scan and a
+    scatter write their own)."""
+    return layouts.generated_kernel(op) and op.name != "tm_tensor.scan" \
+        and scatter_of(op) is None
 
 
 def _rounded_on_read(value: ir.Value, half: ir.Type) -> list[ir.Value]:
@@ -783,6 +784,9 @@ class _HostWriter:
             inputs = [self.name_of(value) for value in kernel.inputs]
         outputs = []
         for result, buffer in zip(op.results, kernel.results):
+            if buffer.initial is not None:
+                outputs.append(self.starting_from(result, buffer.initial))
+                continue
             with self.reading() as shape_reads:
                 shape = [self.size(extent) for extent in buffer.shape]
             if result in self.in_place:
@@ -915,10 +919,9 @@ class _HostWriter:
         return strided_views.reinterpreted(name, layout, strided_views.transposed(layout), view)
 
     def scatter(self, result: ir.Value, scatter: ir.Operation) -> None:
-        """tm_tensor.scatter as index_put_ on a copy of its original, or on the original
-        itself where that is the input `result` is written into (write-inputs-in-place):
+        """tm_tensor.scatter as index_put_ into the buffer `starting_from` its original:
         index column j addresses dim j, and a body that adds the update to the original
-        accumulates."""
+        accumulates. (A scatter that stores its updates is a kernel: scatter_kernel.py.)"""
         updates, indices, original = scatter.operands
         dimension_map = list(ir.DenseI64ArrayAttr(scatter.attributes["dimension_map"]))
         if dimension_map != list(range(len(dimension_map))):
@@ -934,6 +937,17 @@ class _HostWriter:
             accumulate = True
         else:
             raise UnsupportedKernel(scatter.name, "a scatter that neither stores nor adds")
+        buffer = self.starting_from(result, original)
+        index_name, updates_name = self.name_of(indices), self.name_of(updates)
+        self.records.append(Statement(
+            (f"scatter({buffer}, {index_name}, {updates_name}, accumulate={accumulate})",),
+            (buffer, index_name, updates_name)))
+
+    def starting_from(self, result: ir.Value, original: ir.Value) -> str:
+        """The buffer that a scatter writes `result` into, holding `original` first: the
+        input `result` is the new value of, where write-inputs-in-place marked it (and
+        its layout allows), else a copy of `original`, or of its constant where it is a
+        fill the host does not launch."""
         with self.reading() as reads:
             if original in self.skipped_fills:
                 shape = _shape_text(list(original.type.shape))
@@ -942,14 +956,9 @@ class _HostWriter:
             else:
                 base = f"{self.name_of(original)}.clone()"
         if result in self.in_place:
-            buffer = self.input_as_buffer(result, self.shape_of(result), element_name(result),
-                                          otherwise=base)
-        else:
-            buffer = self.bind(result, base, reads, fresh=True)
-        index_name, updates_name = self.name_of(indices), self.name_of(updates)
-        self.records.append(Statement(
-            (f"scatter({buffer}, {index_name}, {updates_name}, accumulate={accumulate})",),
-            (buffer, index_name, updates_name)))
+            return self.input_as_buffer(result, self.shape_of(result), element_name(result),
+                                        otherwise=base)
+        return self.bind(result, base, reads, fresh=True)
 
     def convolution(self, conv: ir.Operation) -> str:
         image, weight = conv.operands[0], conv.operands[1]

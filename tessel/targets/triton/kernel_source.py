@@ -1,7 +1,7 @@
 """Triton source for one `tkern.kernel` of the `gpu` pipeline: the entry point of the
 Triton kernel generator, which picks the kernel's shape and its module.
 
-The pipeline leaves four shapes of kernel (see fuse-tiles, fuse-gemm-epilogues and
+The pipeline leaves five shapes of kernel (see fuse-tiles, fuse-gemm-epilogues and
 choose-gpu-blocks):
 
 - pointwise (pointwise_kernel.py): linalg.generic ops over a whole tensor. Each program
@@ -17,6 +17,9 @@ choose-gpu-blocks):
 - gemm template (gemm_template.py): a linalg.matmul with element-wise generics before
   (its initial accumulator) and after (its epilogue), on a 2-D tile with tl.dot.
 - scan (scan_kernel.py): tm_tensor.scan, a program per scanned row.
+- scatter (scatter_kernel.py): a tm_tensor.scatter that stores its updates, a lane per
+  update element, with the generics that compute its index rows and its updates
+  (fuse-into-scatters).
 
 Pointwise kernels that fuse-horizontally groups are launched together, as one combo
 kernel (combo_kernel.py) that calls each member's function (`member`).
@@ -40,7 +43,7 @@ from types import MappingProxyType
 
 from tessel import ir
 from tessel.passes.choose_gpu_blocks import template_programs
-from tessel.passes.form_kernels import kernel_body, kernel_name
+from tessel.passes.form_kernels import kernel_body, kernel_name, scatter_of
 from tessel.targets.triton import sizes
 from tessel.targets.triton.dtypes import element_name, scalar_literal
 from tessel.targets.triton.gemm_template import gemm_template
@@ -49,6 +52,7 @@ from tessel.targets.triton.pointwise_kernel import pointwise_kernel
 from tessel.targets.triton.reductions import ReductionWriter
 from tessel.targets.triton.row_kernel import row_kernel
 from tessel.targets.triton.scan_kernel import scan_kernel
+from tessel.targets.triton.scatter_kernel import scatter_kernel
 from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import (
     KernelResult,
@@ -99,10 +103,13 @@ def generate(kernel: ir.Operation, channels_last: frozenset = frozenset(),
     num_warps = ir.IntegerAttr(decision["num_warps"]).value
     body = kernel_body(kernel)
     forall = next((op for op in body if op.name == "scf.forall"), None)
+    scatter = scatter_of(kernel)
     _capture_constants(kernel, writer)
     try:
         if kernel.name == "tm_tensor.scan":
             grid = scan_kernel(writer, kernel)
+        elif scatter is not None:
+            grid = scatter_kernel(writer, scatter, body)
         elif ir.StringAttr(decision["kind"]).value == "gemm_template":
             block = list(ir.DenseI64ArrayAttr(decision["block"]))
             gemm = gemm_template(writer, body)

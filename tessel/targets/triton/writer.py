@@ -64,9 +64,12 @@ LOAD_GUARDS = "load guards"
 
 @dataclass
 class KernelResult:
-    """A buffer the kernel writes whole, through strides the host passes."""
+    """A buffer the kernel writes, through strides the host passes: whole, or where
+    `initial` is a value, at some points of a buffer that holds that value first (a
+    scatter's original)."""
     shape: list[sizes.Extent]       # static sizes, or roots the host computes
     element: str                    # MLIR element type: f32, bf16, ...
+    initial: ir.Value | None = None
 
 
 
