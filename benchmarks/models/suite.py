@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
     pending = [t for t in tasks_of(args) if row_key(t.fields(args)) not in done]
     total = len(pending)
     print(f"{total} rows to run, {args.jobs} at a time", file=sys.stderr)
-    commit = git_commit()
+    commit = args.commit or git_commit()
     start = time.monotonic()
     running: list[Process] = []
     finished = 0
@@ -315,6 +315,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads per process (default: cores / jobs; 1 on a "
                              "small shared machine, where parallel regions wait for cores)")
+    parser.add_argument("--commit", default=None,
+                        help="the commit the rows record (default: git describe of the checkout; "
+                             "a device machine's copy may carry a stale .git, so name it there)")
     parser.add_argument("--warmup", type=int, default=3, help="warm-up calls per row")
     parser.add_argument("--repeats", type=int, default=15,
                         help="timed calls of eager and of compiled per row (0: no timing)")
