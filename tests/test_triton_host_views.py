@@ -59,6 +59,30 @@ def test_views_of_host_buffers_are_strided_views_and_gemms_are_mm_and_bmm(tmp_pa
     assert len(viewed) == 5 and not re.search(r"= buf\d+\.reshape\(", host), host
 
 
+def _residual_after_seq_first_projection(x, weight):
+    """nn.MultiheadAttention(batch_first=True)'s residual: the projection computed
+    (tokens, batch, dims), transposed back without a copy, added first, so that eager's
+    sum is laid out (tokens, batch, dims) in memory too."""
+    batch, tokens, width = x.shape
+    projected = (x.transpose(0, 1).reshape(-1, width) @ weight).view(tokens, batch, width)
+    return projected.transpose(0, 1) + x
+
+
+def test_a_result_eager_returns_strided_is_written_so_by_its_kernel(tmp_path):
+    """No kernel writes it row-major for the host to copy into eager's layout (a ViT
+    split around its attentions copied its residual stream once a layer)."""
+    x, weight = torch.randn(2, 8, 32), torch.randn(32, 32)
+    expected = _residual_after_seq_first_projection(x, weight)
+    assert expected.stride() == (32, 64, 1)
+    actual = compile_triton(_residual_after_seq_first_projection, tmp_path / "dump")(x, weight)
+    torch.testing.assert_close(actual, expected)
+    assert actual.stride() == expected.stride()
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert "copy_(" not in host, host
+    assert re.search(r"= empty_strided\(\(2, 8, 32,\), \(32, 64, 1,\), torch.float32\)", host), host
+
+
 @pytest.mark.parametrize("bias", [False, True], ids=["cudnn-s-layout", "copying-view"])
 def test_views_of_unknown_layout_or_that_copy_stay_reshapes(bias, tmp_path):
     """cuDNN picks the layout of a convolution's result, which the host cannot know;

@@ -163,6 +163,29 @@ def _only_rounded(element: ir.Value, half: ir.Type) -> bool:
                                  for r in readers)
 
 
+def _strided_results(returned, signature: GraphSignature, channels_last: frozenset
+                     ) -> dict[ir.Value, tuple[int, ...]]:
+    """The results eager returns strided (static strides that lay them out densely, in
+    another order than row-major) that only main's return reads, to those strides: their
+    kernels write them so (their stores take their strides at launch), instead of writing
+    them row-major for the host to copy. A ViT split around its attentions returned its
+    residual stream in the (tokens, batch, dims) order nn.MultiheadAttention's batch_first
+    transposes leave, copied once a layer."""
+    found = {}
+    for value, result in zip(returned, signature.results):
+        if result.stride is None or result.any_layout or value in channels_last \
+                or not all(step.isdigit() for step in result.stride):
+            continue
+        shape, stride = ir.ShapedType(value.type), tuple(int(step) for step in result.stride)
+        if not shape.has_static_shape or shape.rank != len(stride) or \
+                any(_main_level_user(use).name != "func.return" for use in value.uses):
+            continue
+        meta = torch.empty_strided(tuple(shape.shape), stride, device="meta")
+        if torch._prims_common.is_non_overlapping_and_dense_or_false(meta):
+            found[value] = stride
+    return found
+
+
 def _skipped_fill(value: ir.Value) -> bool:
     """Whether `value` is a constant fill of a kernel of its own that only kernels
     read: the host does not launch it, and its readers use the constant
@@ -418,6 +441,7 @@ class _HostWriter:
         returned = self.ops[-1].operands
         self.in_place = {returned[index]: signature.inputs[position].name
                          for index, position in in_place_results(main.operation).items()}
+        self.result_layouts = _strided_results(returned, signature, channels_last)
         self.skipped_fills = {op.results[0] for op in self.ops
                               if op.results and _skipped_fill(op.results[0])}
         # Zero padding of a convolution's input goes into the convolution's `padding`.
@@ -625,9 +649,14 @@ class _HostWriter:
         name = self.fresh()
         self.records.append(Allocate(name, expression))
         self.names[value] = name
-        self.layouts[name] = strided_views.Layout(
-            tuple(shape), tuple(layouts.strides(shape, value in self.channels_last)))
+        self.layouts[name] = strided_views.Layout(tuple(shape), self._strides(value, shape))
         return name
+
+    def _strides(self, value: ir.Value, shape: list[int]) -> tuple[int, ...]:
+        """The strides of a new buffer of static `shape` for `value`: those eager returns
+        it with (result_layouts), else channels-last or contiguous (layouts.py)."""
+        return self.result_layouts.get(value) or \
+            tuple(layouts.strides(shape, value in self.channels_last))
 
     def input_as_buffer(self, value: ir.Value, shape: list[int], element: str,
                         otherwise: str | None = None) -> str:
@@ -666,8 +695,7 @@ class _HostWriter:
                 len(shape) == 4 else ""
             return (f"torch.empty({_shape_text(shape)}, dtype={TORCH_DTYPES[element]}, "
                     f"device=device{layout})")
-        strides = layouts.strides(shape, channels_last)
-        return (f"empty_strided({_shape_text(shape)}, {_shape_text(strides)}, "
+        return (f"empty_strided({_shape_text(shape)}, {_shape_text(self._strides(value, shape))}, "
                 f"{TORCH_DTYPES[element]})")
 
     def view(self, value: ir.Value, source: ir.Value, expression: str,
