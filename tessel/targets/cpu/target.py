@@ -16,7 +16,13 @@ from tessel.passes.write_inputs_in_place import in_place_results
 from tessel.signature import GraphSignature
 from tessel.stages import Stages
 from tessel.targets.base import Target
-from tessel.targets.cpu import convolution_runner, host_program, kernel_timer, runtime_symbols
+from tessel.targets.cpu import (
+    convolution_runner,
+    freed_memory,
+    host_program,
+    kernel_timer,
+    runtime_symbols,
+)
 
 ENTRY_POINT = "main"
 
@@ -97,6 +103,7 @@ class CpuTarget(Target):
         its output (with locations) as `kernel_ir`, from which tessel.accuracy rebuilds
         it with every kernel's result exposed."""
         abi = entry_point_abi(module)
+        freed_memory.keep_freed_memory()
         module, kernels, kernel_ir, in_place = self._run_pipelines(module, options, stages,
                                                                    resume_after)
         failed_checks: list[int] = []
