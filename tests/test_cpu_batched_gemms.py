@@ -38,7 +38,7 @@ def test_small_matrices_of_a_batch_run_across_threads(tmp_path, threads):
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_large_matrices_choose_threads_at_run_time(tmp_path, threads):
-    """Two large matrices (a 1x1 convolution's two images): one single-threaded gemm per
+    """Two large matrices (a bmm of two 512x256 products): one single-threaded gemm per
     thread where the thread count divides them (1 and 2 threads), one multi-threaded
     gemm after another where it does not (3); both ways give eager's answer."""
     previous = torch.get_num_threads()

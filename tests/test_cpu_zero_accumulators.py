@@ -1,7 +1,8 @@
-"""Gemms into zeros on the CPU target: a matmul, a linear layer without bias and a 1x1
-convolution without bias write their BLAS gemm's output (beta = 0) instead of filling it
-with zeros first and adding into it (overwrite-zero-accumulators, library-calls); every
-result matches eager, call after call (the output buffers then held earlier values)."""
+"""Gemms into zeros on the CPU target: a matmul and a linear layer without bias write
+their BLAS gemm's output (beta = 0), and a 1x1 convolution without bias its oneDNN
+call's, instead of filling it with zeros first and adding into it
+(overwrite-zero-accumulators, library-calls); every result matches eager, call after
+call (the output buffers then held earlier values)."""
 
 import re
 

@@ -1,5 +1,6 @@
 // RUN: %opt %s --split-input-file -p convolutions-to-gemm | filecheck %s
 // RUN: %opt %s --split-input-file -p 'convolutions-to-gemm{library-elements=f32 library-depthwise-pixels=16}' | filecheck %s --check-prefix=LIBRARY
+// RUN: %opt %s --split-input-file -p 'convolutions-to-gemm{library-elements=f32 library-pointwise=1}' | filecheck %s --check-prefix=POINTWISE
 
 // An NCHW convolution becomes an im2col gather, whose innermost loop (output column)
 // reads the input contiguously, and a contraction over collapsed views of it.
@@ -72,6 +73,9 @@ func.func @negative_dynamic_batch(%x: tensor<?x3x10x10xf32>, %w: tensor<4x3x3x3x
 // LIBRARY-LABEL: func.func @conv_1x1
 // LIBRARY-NOT:     linalg.conv_2d_nchw_fchw
 // LIBRARY-NOT:     tessel.library_call
+// With library-pointwise it goes to the library as it is.
+// POINTWISE-LABEL: func.func @conv_1x1
+// POINTWISE:         linalg.conv_2d_nchw_fchw {{.*}}tessel.library_call
 func.func @conv_1x1(%x: tensor<2x8x5x5xf32>, %w: tensor<4x8x1x1xf32>, %init: tensor<2x4x5x5xf32>) -> tensor<2x4x5x5xf32> {
   %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
       ins(%x, %w : tensor<2x8x5x5xf32>, tensor<4x8x1x1xf32>) outs(%init : tensor<2x4x5x5xf32>) -> tensor<2x4x5x5xf32>

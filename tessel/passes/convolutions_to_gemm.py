@@ -125,17 +125,19 @@ class ConvolutionsToGemmPass(ModulePass):
     convolutions, and convolutions with dynamic sizes, stay as loops.
 
     Where operands and result hold one element type, in `library_elements`, NCHW
-    convolutions with a window (larger than 1x1) and depthwise convolutions of at most
-    `library_depthwise_pixels` output pixels per channel are marked
-    `tessel.library_call` instead: they stay named, and on the CPU `library-calls`
-    hands them to PyTorch's oneDNN kernels, which beat the gather + gemm there (a 1x1
-    convolution's gather is a plain copy, and its gemm won), and the depthwise loops
-    on small maps.
+    convolutions with a window (larger than 1x1), 1x1 ones too with `library_pointwise`,
+    and depthwise convolutions of at most `library_depthwise_pixels` output pixels per
+    channel are marked `tessel.library_call` instead: they stay named, and on the CPU
+    `library-calls` hands them to PyTorch's oneDNN kernels, which beat the gather +
+    gemm there, and the depthwise loops on small maps. A 1x1 convolution's gather is a
+    plain copy: its gemm was as fast as oneDNN on one thread, slower on two (hf_resnet's
+    36 of them, batch 2: 81 ms a call as gemms, 59-63 ms through oneDNN, eager 60).
     """
 
     name: ClassVar[str] = "convolutions-to-gemm"
     library_elements: str = ""              # convolutions-to-gemm{library-elements=f32}
     library_depthwise_pixels: int = 0       # convolutions-to-gemm{library-depthwise-pixels=196}
+    library_pointwise: bool = False         # convolutions-to-gemm{library-pointwise=1}
 
     def run(self, module: ir.Operation) -> None:
         library = set(filter(None, self.library_elements.split(",")))
@@ -159,7 +161,8 @@ class ConvolutionsToGemmPass(ModulePass):
 
     def _to_library(self, op: ir.Operation) -> bool:
         if op.name == CONVOLUTION:
-            return any(size != 1 for size in ir.ShapedType(op.operands[1].type).shape[2:])
+            return self.library_pointwise or \
+                any(size != 1 for size in ir.ShapedType(op.operands[1].type).shape[2:])
         if op.name == DEPTHWISE_CONVOLUTION:
             pixels = ir.ShapedType(op.results[0].type).shape[2:]
             return (ir.ShapedType.get_dynamic_size() not in pixels

@@ -31,11 +31,11 @@ def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str =
 register_pipeline(
     "cpu-fuse",
     "builtin.module(check-contract{target=cpu},"
-    # f32 convolutions with a window stay named: PyTorch's oneDNN kernels run them
-    # (library-calls); so do depthwise ones on maps of at most 14x14, where loops of
-    # their own (contiguous-innermost-loop) lost to oneDNN; on larger maps they won.
-    # The others become im2col + gemm.
-    "convolutions-to-gemm{library-elements=f32 library-depthwise-pixels=196},"
+    # f32 convolutions stay named: PyTorch's oneDNN kernels run them (library-calls),
+    # 1x1 ones too (their gemms lost on two threads); so do depthwise ones on maps of
+    # at most 14x14, where loops of their own (contiguous-innermost-loop) lost to
+    # oneDNN; on larger maps they won. The others become im2col + gemm.
+    "convolutions-to-gemm{library-elements=f32 library-depthwise-pixels=196 library-pointwise=1},"
     "fold-transposes-into-matmul,canonicalize,"
     # Gemms stay whole BLAS calls on the CPU: one multi-threaded call per gemm measured
     # ~10% faster than one single-threaded call per row block with its epilogue fused
