@@ -15,7 +15,8 @@ of its own (glibc still maps one where its heaps cannot grow), and up to `KEPT_B
 of freed memory at a heap's top stay mapped for the next call. hf_segformer's
 decode head frees blocks above the largest mmap threshold glibc takes (32 MiB), so
 raising that threshold instead left 32,769 faults a call. The cost is memory the process
-keeps: hf_segformer's peak resident size grew from 1132 to 1184 MB. That is the
+keeps: hf_segformer's peak resident size grew from 1132 to 1184 MB (measured with 256
+MiB kept, before KEPT_BYTES became 1 GiB). That is the
 process's malloc policy, as jemalloc or tcmalloc preloaded would set one, so
 `TESSEL_KEEP_FREED_MEMORY=0` leaves it alone. Other C libraries (no `mallopt`) are
 left alone too.

@@ -180,10 +180,15 @@ def _strided_results(returned, signature: GraphSignature, channels_last: frozens
         if not shape.has_static_shape or shape.rank != len(stride) or \
                 any(_main_level_user(use).name != "func.return" for use in value.uses):
             continue
-        meta = torch.empty_strided(tuple(shape.shape), stride, device="meta")
-        if torch._prims_common.is_non_overlapping_and_dense_or_false(meta):
+        if _dense(tuple(shape.shape), stride):
             found[value] = stride
     return found
+
+
+def _dense(size: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """Whether `stride` lays out a tensor of `size` densely, without overlap."""
+    meta = torch.empty_strided(size, stride, device="meta")
+    return torch._prims_common.is_non_overlapping_and_dense_or_false(meta)
 
 
 def _skipped_fill(value: ir.Value) -> bool:
@@ -741,9 +746,7 @@ class _HostWriter:
         if layout is None or layout.guard is not None or \
                 not all(isinstance(v, int) for v in (*layout.size, *layout.stride)):
             return None
-        meta = torch.empty_strided(layout.size, layout.stride, device="meta")
-        return layout.stride if torch._prims_common.is_non_overlapping_and_dense_or_false(meta) \
-            else None
+        return layout.stride if _dense(layout.size, layout.stride) else None
 
     def contiguous(self, name: str) -> bool:
         """Whether tensor `name` is known to be laid out contiguously."""
