@@ -223,6 +223,17 @@ def test_suite_records_a_timeout_and_skips_it_when_run_again(tmp_path):
     assert len(results.read_text().splitlines()) == 1
 
 
+def test_suite_records_a_row_whose_process_dies_before_the_budget(tmp_path, monkeypatch):
+    # A crash is a row (the next command must not run it again), not a budget stop.
+    monkeypatch.setattr(suite.sys, "executable", "false")
+    results = tmp_path / "results.jsonl"
+    args = ["--models", "hf_gpt2", "--kinds", "forward", "--backends", "mlir", "--tiny",
+            "--budget", "600", "--results", str(results)]
+    assert suite.run(suite.parse_args(args)) == 0
+    (row,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert row["status"] == "eager_fail" and "exited with 1" in row["error"]
+
+
 def test_every_hf_entry_has_a_config_class_and_a_model_class():
     transformers = pytest.importorskip("transformers")
     for name, entry in hf.MODELS.items():

@@ -240,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
                     # Killed or crashed, maybe while it timed: the others it paused go on.
                     for other in running:
                         other.resume()
-                    if not timed_out:  # stopped by the budget: the next command runs it
+                    if over_budget and not timed_out:  # the next command runs it
                         print(f"stopped {process.task.label} (budget)", file=sys.stderr)
                         process.remove()
                         continue
