@@ -106,3 +106,33 @@ def test_memory_viewed_under_inference_mode_is_writable_after_it():
         viewed = convolution_runner.view(memory.data_ptr(), (3, 2), (1, 3))
     viewed.add_(1.0)
     torch.testing.assert_close(memory, torch.ones(2, 3))
+
+
+class MixFFN(torch.nn.Module):
+    """SegFormer's Mix-FFN: a depthwise convolution over a transformer's rows, viewed as
+    an NCHW image and back."""
+
+    def __init__(self, channels: int = 16):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(8, channels), torch.nn.Linear(channels, 8)
+        self.depthwise = torch.nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+
+    def forward(self, rows, height: int, width: int):
+        y = self.fc1(rows)
+        image = y.transpose(1, 2).reshape(y.shape[0], y.shape[2], height, width)
+        y = self.depthwise(image).flatten(2).transpose(1, 2)
+        return self.fc2(torch.nn.functional.gelu(y))
+
+
+def test_depthwise_convolution_on_rows_runs_channels_last(tmp_path):
+    # 15 x 16 output pixels: more than the library's maps (depthwise-channels-last).
+    model, rows = MixFFN().eval(), torch.randn(2, 15 * 16, 8)
+    compiled = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path)})
+    tessel.reset_stats()
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(rows, 15, 16), model(rows, 15, 16))
+    assert_compiled()
+    (fused,) = tmp_path.glob("*/04_cpu-fuse.mlir")
+    # The rows padded as NHWC (2, 17, 18, 16), not the NCHW image (2, 16, 17, 18).
+    assert "tensor<2x17x18x16xf32>" in fused.read_text()
+    assert "tensor<2x16x17x18xf32>" not in fused.read_text()

@@ -6,6 +6,7 @@ from typing import ClassVar
 from tessel import ir
 from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.convolution_calls import LIBRARY_CALL
+from tessel.passes.linalg_builders import replace_with_function_body
 from tessel.passes.registry import ModulePass, register
 
 CONVOLUTION = "linalg.conv_2d_nchw_fchw"  # what torch-mlir makes of every aten.convolution
@@ -148,16 +149,7 @@ class ConvolutionsToGemmPass(ModulePass):
             module, lambda op: op.name == CONVOLUTION and _static(op) and _floating(op)
             and LIBRARY_CALL not in op.attributes)
         for op in convolutions:
-            # Parse the rewrite as a function, then move its body in place of the op.
-            parsed = ir.Module.parse(_function_text(op), module.context)
-            block = parsed.body.operations[0].regions[0].blocks[0]
-            for argument, operand in zip(block.arguments, op.operands):
-                argument.replace_all_uses_with(operand)
-            *body, terminator = block.operations
-            for inner in body:
-                inner.operation.move_before(op)
-            op.results[0].replace_all_uses_with(terminator.operands[0])
-            op.erase()
+            replace_with_function_body(op, list(op.operands), _function_text(op), module)
 
     def _to_library(self, op: ir.Operation) -> bool:
         if op.name == CONVOLUTION:

@@ -35,3 +35,21 @@ def constant_fill(result: ir.RankedTensorType, constant: ir.Value) -> ir.Value:
     with ir.InsertionPoint(block):
         linalg.YieldOp([constant])
     return fill.results[0]
+
+
+def replace_with_function_body(op: ir.Operation, operands: list[ir.Value], text: str,
+                               module: ir.Operation) -> ir.Value:
+    """Replace `op` by the body of the one function in `text` (a rewrite written as
+    MLIR, parsed in `module`'s context), its arguments bound to `operands`; returns
+    the value that replaced op's result."""
+    parsed = ir.Module.parse(text, module.context)
+    block = parsed.body.operations[0].regions[0].blocks[0]
+    for argument, operand in zip(block.arguments, operands):
+        argument.replace_all_uses_with(operand)
+    *body, terminator = block.operations
+    for inner in body:
+        inner.operation.move_before(op)
+    result = terminator.operands[0]
+    op.results[0].replace_all_uses_with(result)
+    op.erase()
+    return result

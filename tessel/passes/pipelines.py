@@ -31,6 +31,8 @@ def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str =
 register_pipeline(
     "cpu-fuse",
     "builtin.module(check-contract{target=cpu},"
+    # Depthwise convolutions on a transformer's rows run channels-last, on the rows.
+    "depthwise-channels-last{min-pixels=197},"
     # f32 convolutions stay named: PyTorch's oneDNN kernels run them (library-calls),
     # 1x1 ones too (their gemms lost on two threads); so do depthwise ones on maps of
     # at most 14x14, where loops of their own (contiguous-innermost-loop) lost to

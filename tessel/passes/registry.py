@@ -30,6 +30,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.contiguous_innermost_loop",
     "tessel.passes.convolution_bias_after",
     "tessel.passes.convolutions_to_gemm",
+    "tessel.passes.depthwise_channels_last",
     "tessel.passes.distinct_results",
     "tessel.passes.duplicate_cheap_producers",
     "tessel.passes.collapse_elementwise_producers",
