@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.linalg_builders import tensor_text
 from tessel.passes.registry import ModulePass, register
 
 _VALUE_TENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],([a-z]+)(\d*)>")
@@ -23,14 +24,10 @@ def _builtin(value_type) -> tuple[list[str], str, int] | None:
     return [size.strip() for size in sizes.split(",") if size.strip()], element, int(width)
 
 
-def _tensor(sizes: list[str], element: str) -> str:
-    return f"tensor<{''.join(f'{size}x' for size in sizes)}{element}>"
-
-
 def _function_text(sizes: list[str], source: str, result: str) -> str:
     """A function that reinterprets each element's bits: an elementwise linalg.generic,
     which fuses with its readers (upstream bufferization has no tensor.bitcast)."""
-    x, out = _tensor(sizes, source), _tensor(sizes, result)
+    x, out = tensor_text(sizes, source), tensor_text(sizes, result)
     dims = ", ".join(f"d{i}" for i in range(len(sizes)))
     dynamic = [i for i, size in enumerate(sizes) if size == "?"]
     lines = [f"  %c{i} = arith.constant {i} : index\n  %n{i} = tensor.dim %x, %c{i} : {x}"
@@ -78,7 +75,7 @@ class BitcastDtypeViewsPass(ModulePass):
                 with view.location, ir.InsertionPoint(view):
                     builtin = ir.Operation.create(
                         "torch_c.to_builtin_tensor",
-                        results=[ir.Type.parse(_tensor(sizes, source[1]))],
+                        results=[ir.Type.parse(tensor_text(sizes, source[1]))],
                         operands=[view.operands[0]])
                 block.arguments[0].replace_all_uses_with(builtin.result)
                 *body, terminator = block.operations

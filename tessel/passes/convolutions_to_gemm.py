@@ -6,7 +6,7 @@ from typing import ClassVar
 from tessel import ir
 from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.convolution_calls import LIBRARY_CALL
-from tessel.passes.linalg_builders import replace_with_function_body
+from tessel.passes.linalg_builders import replace_with_function_body, tensor_text
 from tessel.passes.registry import ModulePass, register
 
 CONVOLUTION = "linalg.conv_2d_nchw_fchw"  # what torch-mlir makes of every aten.convolution
@@ -33,10 +33,6 @@ def _sole_element(op: ir.Operation) -> str | None:
     return elements.pop() if len(elements) == 1 else None
 
 
-def _tensor(shape: list[int], element: str) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}x{element}>"
-
-
 def _function_text(op: ir.Operation) -> str:
     """A function computing the convolution `op` as an im2col gather and a contraction.
 
@@ -55,12 +51,12 @@ def _function_text(op: ir.Operation) -> str:
     f, _, kh, kw = w_type.shape
     _, _, oh, ow = out_type.shape
     (sh, sw), (dh, dw) = convolution_pair(op, "strides"), convolution_pair(op, "dilations")
-    columns = _tensor([n, c, kh, kw, oh, ow], element)
-    flat_columns = _tensor([n, c * kh * kw, oh * ow], element)
-    flat_filter = _tensor([f, c * kh * kw], element)
-    flat_out = _tensor([n, f, oh * ow], element)
+    columns = tensor_text([n, c, kh, kw, oh, ow], element)
+    flat_columns = tensor_text([n, c * kh * kw, oh * ow], element)
+    flat_filter = tensor_text([f, c * kh * kw], element)
+    flat_out = tensor_text([n, f, oh * ow], element)
     x, w, out = str(x_type), str(w_type), str(out_type)
-    wide_w = _tensor(list(w_type.shape), element)
+    wide_w = tensor_text(list(w_type.shape), element)
     dims6 = "(n, c, i, j, p, q)"
     dims4 = "(f, c, i, j)"
     widen = f"%wide = arith.extf %in : {narrow} to {element}" if narrow != element else ""
@@ -131,8 +127,8 @@ class ConvolutionsToGemmPass(ModulePass):
     channel are marked `tessel.library_call` instead: they stay named, and on the CPU
     `library-calls` hands them to PyTorch's oneDNN kernels, which beat the gather +
     gemm there, and the depthwise loops on small maps. A 1x1 convolution's gather is a
-    plain copy: its gemm was as fast as oneDNN on one thread, slower on two (hf_resnet's
-    36 of them, batch 2: 81 ms a call as gemms, 59-63 ms through oneDNN, eager 60).
+    plain copy: its gemm was as fast as oneDNN on one thread, slower on two
+    (benchmarks/README.md, "Model suite on the CPU", tenth session).
     """
 
     name: ClassVar[str] = "convolutions-to-gemm"

@@ -5,7 +5,7 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
-from tessel.passes.linalg_builders import replace_with_function_body
+from tessel.passes.linalg_builders import replace_with_function_body, tensor_text
 from tessel.passes.registry import ModulePass, register
 
 _SEQUENCE_TO_CHANNELS_FIRST = [0, 2, 1]  # (n, pixels, c) -> (n, c, pixels), and back
@@ -18,11 +18,6 @@ def _owner(value: ir.Value, name: str) -> ir.Operation | None:
 
 def _permutation(op: ir.Operation) -> list[int]:
     return list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
-
-
-def _reassociation(op: ir.Operation) -> list[list[int]]:
-    return [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
-            for group in ir.ArrayAttr(op.attributes["reassociation"])]
 
 
 def _zero_padding(pad: ir.Operation) -> tuple[list[int], list[int]] | None:
@@ -44,16 +39,12 @@ def _sequence_source(image: ir.Value) -> ir.Value | None:
     what a transformer hands a convolution (SegFormer's Mix-FFN, PVT's spatial
     reduction), channels-last in memory. None for any other image."""
     expand = _owner(image, "tensor.expand_shape")
-    if expand is None or _reassociation(expand) != [[0], [1], [2, 3]]:
+    if expand is None or ir.reassociation(expand) != [[0], [1], [2, 3]]:
         return None
     transpose = _owner(expand.operands[0], "linalg.transpose")
     if transpose is None or _permutation(transpose) != _SEQUENCE_TO_CHANNELS_FIRST:
         return None
     return transpose.operands[0]
-
-
-def _tensor(shape: list[int], element: str) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}x{element}>"
 
 
 def _copy(name: str, source: str, from_type: str, to_type: str, rank: int, read: str,
@@ -84,9 +75,10 @@ def _function_text(op: ir.Operation, rows: ir.Value,
     _, _, padded_h, padded_w = ir.RankedTensorType(op.operands[0].type).shape
     h, w = padded_h - low_h - high_h, padded_w - low_w - high_w
     rows_type = ir.RankedTensorType(rows.type)
-    image_last = _tensor([n, h, w, c], element)
-    padded_last = _tensor([n, padded_h, padded_w, c], element)
-    weight_last, out_last = _tensor([kh, kw, c], element), _tensor([n, oh, ow, c], element)
+    image_last = tensor_text([n, h, w, c], element)
+    padded_last = tensor_text([n, padded_h, padded_w, c], element)
+    weight_last = tensor_text([kh, kw, c], element)
+    out_last = tensor_text([n, oh, ow, c], element)
     (sh, sw), (dh, dw) = convolution_pair(op, "strides"), convolution_pair(op, "dilations")
     return (
         f"func.func private @rewrite(%rows: {rows_type}, %w: {w_type}, %init: {out_type})"
@@ -163,7 +155,8 @@ def _hand_over_rows(result: ir.Value) -> None:
     if len(uses) != 1:
         return
     collapse = ir.operation_of(uses[0].owner)
-    if collapse.name != "tensor.collapse_shape" or _reassociation(collapse) != [[0], [1], [2, 3]]:
+    if collapse.name != "tensor.collapse_shape" or \
+            ir.reassociation(collapse) != [[0], [1], [2, 3]]:
         return
     transposes = [ir.operation_of(u.owner) for u in collapse.results[0].uses]
     if len(transposes) != 1 or transposes[0].name != "linalg.transpose" \
@@ -174,9 +167,7 @@ def _hand_over_rows(result: ir.Value) -> None:
     with ir.InsertionPoint(transpose), transpose.location:
         rows = ir.Operation.create(
             "tensor.collapse_shape", results=[rows_type], operands=[product],
-            attributes={"reassociation": ir.ArrayAttr.get([
-                ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), d)
-                                  for d in group]) for group in ([0], [1, 2], [3])])})
+            attributes={"reassociation": ir.reassociation_attr([[0], [1, 2], [3]])})
     transpose.results[0].replace_all_uses_with(rows.results[0])
     for dead in (transpose, collapse, copy):
         dead.erase()

@@ -8,6 +8,12 @@ from torch_mlir.dialects import arith, linalg, tensor
 from tessel import ir
 
 
+def tensor_text(shape: list, element: str) -> str:
+    """The MLIR text of a ranked tensor type: sizes (ints, or '?' for dynamic; none for
+    a 0-d tensor) and element."""
+    return f"tensor<{''.join(f'{size}x' for size in shape)}{element}>"
+
+
 def index_constant(value: int) -> ir.Value:
     return arith.ConstantOp(ir.IndexType.get(), value).result
 

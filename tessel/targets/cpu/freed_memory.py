@@ -4,20 +4,17 @@ The JIT-compiled code allocates its temporaries (memref.alloc: malloc, often on 
 worker threads) and frees them at the end of every call. glibc hands freed memory at the
 top of a heap back to the kernel once it exceeds its trim threshold, and serves blocks
 above its mmap threshold with a fresh mapping each time: either way the next call
-touches new pages, and the kernel zeroes every one on its first touch. On
-hf_mobilenet_v2 (batch 2, 2 threads) a compiled call took 11,400 minor page faults
-and twice the time of one without (benchmarks/README.md, "Model suite on the CPU");
-eager PyTorch, whose allocations go through the same malloc, took as many in some
-processes.
+touches new pages, and the kernel zeroes every one on its first touch: small conv
+nets spent about half of a call in page faults, and eager PyTorch, whose allocations go
+through the same malloc, did in some processes too (benchmarks/README.md, "Model suite
+on the CPU", tenth session, has the counts and times).
 
 So the first compile of the CPU target sets glibc's `mallopt`: no block gets a mapping
 of its own (glibc still maps one where its heaps cannot grow), and up to `KEPT_BYTES`
-of freed memory at a heap's top stay mapped for the next call. hf_segformer's
-decode head frees blocks above the largest mmap threshold glibc takes (32 MiB), so
-raising that threshold instead left 32,769 faults a call. The cost is memory the process
-keeps: hf_segformer's peak resident size grew from 1132 to 1184 MB (measured with 256
-MiB kept, before KEPT_BYTES became 1 GiB). That is the
-process's malloc policy, as jemalloc or tcmalloc preloaded would set one, so
+of freed memory at a heap's top stay mapped for the next call. Raising the mmap
+threshold instead is not enough: it stops at 32 MiB, and hf_segformer's decode head
+frees larger blocks. The cost is memory the process keeps. That is the process's malloc
+policy, as jemalloc or tcmalloc preloaded would set one, so
 `TESSEL_KEEP_FREED_MEMORY=0` leaves it alone. Other C libraries (no `mallopt`) are
 left alone too.
 """
@@ -31,9 +28,8 @@ import os
 # mallopt parameters (glibc's malloc.h)
 M_TRIM_THRESHOLD = -1
 M_MMAP_MAX = -4
-# Freed memory a heap keeps at its top: a call's temporaries of the suite's models.
-# hf_segformer, its 1x1 convolutions oneDNN's, freed more than 256 MiB at once and
-# faulted 90,000 pages a call under that.
+# Freed memory a heap keeps at its top: a call's temporaries of the suite's models
+# (hf_segformer frees more than 256 MiB at once).
 KEPT_BYTES = 1 << 30
 
 
