@@ -16,6 +16,19 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or interpreting(),
                                 reason="needs a CUDA device and TRITON_INTERPRET=0")
 
 
+def _recorded_cuda_graphs(node_lists) -> list:
+    """The nodes of a CUDA graph tree (roots or children, by function), depth first."""
+    return [recorded for nodes in node_lists.values() for node in nodes
+            for recorded in [node, *_recorded_cuda_graphs(node.children)]]
+
+
+def recorded_in_trees() -> list:
+    """The graphs recorded in the current device's CUDA graph tree."""
+    from torch._inductor import cudagraph_trees
+    manager = cudagraph_trees.get_container(torch.cuda.current_device()).tree_manager
+    return [] if manager is None else _recorded_cuda_graphs(manager.roots)
+
+
 @pytest.fixture
 def runners(monkeypatch) -> list:
     """The CUDA graph runners the Triton target creates while a test runs."""
@@ -102,17 +115,40 @@ def test_reduce_overhead_replays_a_cuda_graph_that_sees_new_inputs():
     assert tessel.stats()["graphs_compiled"] == 1
 
 
+def test_reduce_overhead_keeps_an_inference_graph_s_outputs_in_the_trees_pool(runners):
+    """An inference graph replays in the CUDA graph trees, which return its outputs
+    where the replay wrote them instead of a clone: a later call's output takes the
+    same memory (torch.compile's contract for this mode, as with Inductor)."""
+    def fn(x):
+        return torch.sin(x) * 2
+    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    for _ in range(3):  # a warm-up call, a recording, a replay
+        x = torch.randn(64, 64, device="cuda")
+        torch.testing.assert_close(compiled(x), fn(x))
+    first = compiled(torch.randn(64, 64, device="cuda"))
+    x = torch.randn(64, 64, device="cuda")
+    second = compiled(x)
+    torch.testing.assert_close(second, fn(x))
+    assert second.data_ptr() == first.data_ptr()
+    assert len(recorded_in_trees()) == 1 and runners == []
+
+
+def accumulate(x, total):
+    total.add_(x)
+    return total * 2
+
+
 def test_reduce_overhead_launches_one_by_one_where_a_replay_with_its_copies_is_slower(
         runners):
-    """One pointwise kernel over large tensors: the replay saves one launch and copies
-    the inputs in and the output out, so plain launches are kept (timed at capture)."""
-
-    def fn(x, y):
-        return x * 2 + y
-    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
-    x, y = (torch.randn(4096, 8192, device="cuda") for _ in range(2))
+    """A graph that writes its input replays in a capture of its own. Here one
+    pointwise kernel over large tensors: the replay saves one launch and copies the
+    inputs in, the written one back and the output out, so plain launches are kept
+    (timed at capture)."""
+    compiled = torch.compile(accumulate, backend="mlir", mode="reduce-overhead")
+    total, expected = (torch.zeros(4096, 8192, device="cuda") for _ in range(2))
     for _ in range(2):
-        torch.testing.assert_close(compiled(x, y), fn(x, y))
+        x = torch.randn(4096, 8192, device="cuda")
+        torch.testing.assert_close(compiled(x, total), accumulate(x, expected))
     assert tessel.stats()["cuda_graphs_declined"] == 1
     assert len(runners) == 1 and list(runners[0].captures.values()) == [None]
 
@@ -123,13 +159,11 @@ def test_reduce_overhead_replays_untimed_where_timing_runs_out_of_memory(monkeyp
     def out_of_memory(call):
         raise torch.OutOfMemoryError("CUDA out of memory (a test's)")
     monkeypatch.setattr(cuda_graphs, "gpu_milliseconds", out_of_memory)
-
-    def fn(x):
-        return torch.sin(x) * 2
-    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    compiled = torch.compile(accumulate, backend="mlir", mode="reduce-overhead")
+    total, expected = (torch.zeros(64, 64, device="cuda") for _ in range(2))
     for _ in range(2):
         x = torch.randn(64, 64, device="cuda")
-        torch.testing.assert_close(compiled(x), fn(x))
+        torch.testing.assert_close(compiled(x, total), accumulate(x, expected))
     assert len(runners) == 1 and all(c is not None for c in runners[0].captures.values())
 
 
@@ -145,7 +179,7 @@ def test_reduce_overhead_captures_a_graph_whose_index_inputs_are_checked(runners
     for _ in range(3):
         ids = torch.randint(0, 100, (8, 32), device="cuda")
         torch.testing.assert_close(compiled(ids), fn(ids))
-    assert len(runners) == 1 and all(c is not None for c in runners[0].captures.values())
+    assert len(recorded_in_trees()) == 1 and runners == []
     torch.randn(4, device="cuda")
 
 
@@ -186,10 +220,8 @@ def test_reduce_overhead_captures_the_attention_between_pieces_in_one_cuda_graph
             torch.testing.assert_close(compiled(x), fn(x), atol=2e-2, rtol=2e-2)
     counters = tessel.stats()
     assert counters["native_ops"] and counters["graphs_compiled"] >= 2
-    # One runner, for the whole split graph (a piece's graph name ends in "_piece").
-    assert len(runners) == 1 and runners[0].graph_name.endswith("_inference")
-    assert all(capture is not None for capture in runners[0].captures.values())
-    assert counters["cuda_graphs_declined"] == 0
+    # One recording, of the whole split graph: no piece replays on its own.
+    assert len(recorded_in_trees()) == 1 and runners == []
 
 
 def test_a_split_graph_compiles_its_pieces_kernels_before_any_piece_runs(
@@ -304,19 +336,11 @@ def test_a_whole_tensor_reduction_larger_than_a_block_loops_in_one_program():
     assert_compiled()
 
 
-def _recorded_cuda_graphs(node_lists) -> list:
-    """The nodes of a CUDA graph tree (roots or children, by function), depth first."""
-    return [recorded for nodes in node_lists.values() for node in nodes
-            for recorded in [node, *_recorded_cuda_graphs(node.children)]]
-
-
 def test_a_train_step_replays_forward_and_backward_in_one_cuda_graph_tree(runners):
-    """reduce-overhead on a training step: the forward and the backward are recorded
-    once each, in PyTorch's CUDA graph trees, where the backward reads the forward's
-    activations in place (no copies, unlike a capture of its own); the losses follow
-    eager's, step by step, with the optimizer's update between replays."""
-    from torch._inductor import cudagraph_trees
-
+    """reduce-overhead on a model's loss and its backward: the forward and the backward
+    are recorded once each, in PyTorch's CUDA graph trees, where the backward reads the
+    forward's activations in place (no copies, unlike a capture of its own); the losses
+    follow eager's, step by step, with the optimizer's update between replays."""
     def build():
         torch.manual_seed(0)
         return torch.nn.Sequential(
@@ -324,31 +348,33 @@ def test_a_train_step_replays_forward_and_backward_in_one_cuda_graph_tree(runner
             torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 10)).cuda()
     model, reference = build(), build()
 
-    def trainer(module):
+    def trainer(module, compiled: bool):
         optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+
+        def loss_of(x, y):
+            return torch.nn.functional.cross_entropy(module(x), y)
+        if compiled:
+            loss_of = torch.compile(loss_of, backend="mlir", mode="reduce-overhead")
 
         def step(x, y):
             optimizer.zero_grad(True)
-            loss = torch.nn.functional.cross_entropy(module(x), y)
+            loss = loss_of(x, y)
             loss.backward()
             optimizer.step()
-            return loss
+            return loss.item()
         return step
-    compiled, eager = torch.compile(trainer(model), backend="mlir", mode="reduce-overhead"), \
-        trainer(reference)
+    compiled, eager = trainer(model, True), trainer(reference, False)
     for _ in range(5):
         x, y = torch.randn(16, 3, 16, 16, device="cuda"), torch.randint(10, (16,), device="cuda")
-        torch.testing.assert_close(compiled(x, y).item(), eager(x, y).item(),
-                                   atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(compiled(x, y), eager(x, y), atol=1e-4, rtol=1e-4)
     assert_compiled()
-    assert tessel.stats()["backward_graphs_compiled"] == 1
-    manager = cudagraph_trees.get_container(torch.cuda.current_device()).tree_manager
-    recorded = _recorded_cuda_graphs(manager.roots)
-    assert len(recorded) == 2, "forward and backward, each recorded once"
+    # torch 2.11 compiles the graph twice (2 forward and 2 backward graphs; the CPU's
+    # 2.13 once): each forward and backward compiled is recorded once.
+    recorded = recorded_in_trees()
+    assert len(recorded) == 2 * tessel.stats()["backward_graphs_compiled"] > 0
     backward = recorded[1]
     assert backward.cudagraph_managed_idxs, "the backward reads the forward's outputs in place"
-    # The step's only capture of its own is the optimizer's (an inference graph).
-    assert [runner.graph_name.endswith("_inference") for runner in runners] == [True]
+    assert runners == []
 
 
 @pytest.mark.parametrize("forced", [False, True], ids=["timed", "replayed"])
@@ -360,15 +386,11 @@ def test_reduce_overhead_writes_the_inputs_a_graph_mutates(forced, runners, monk
     if forced:
         monkeypatch.setattr(cuda_graphs.CudaGraphRunner, "_replay_is_faster",
                             lambda self, capture, args: True)
-
-    def fn(x, total):
-        total.add_(x)
-        return total * 2
-    compiled = torch.compile(fn, backend="mlir", mode="reduce-overhead")
+    compiled = torch.compile(accumulate, backend="mlir", mode="reduce-overhead")
     total, expected = (torch.zeros(64, 64, device="cuda") for _ in range(2))
     for _ in range(4):
         x = torch.randn(64, 64, device="cuda")
-        torch.testing.assert_close(compiled(x, total), fn(x, expected))
+        torch.testing.assert_close(compiled(x, total), accumulate(x, expected))
         torch.testing.assert_close(total, expected)
     assert_compiled()
     assert len(runners) == 1 and len(runners[0].mutated_inputs) == 1

@@ -705,13 +705,13 @@ def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
     """The pieces around an op that runs eagerly get no replay of their own: the whole
     split graph is one, so that one CUDA graph holds the eager op too."""
     from tessel.targets.triton import target
-    runners = []
+    replayed = []
 
-    class RecordedRunner(target.CudaGraphRunner):
-        def __init__(self, run, *args):
-            super().__init__(run, *args)
-            runners.append(run)
-    monkeypatch.setattr(target, "CudaGraphRunner", RecordedRunner)
+    def recorded(host, *args):
+        replayed.append(host)
+        return replayed_in_tree(host, *args)
+    replayed_in_tree = target.replayed_in_tree
+    monkeypatch.setattr(target, "replayed_in_tree", recorded)
     compiled = torch.compile(_split_around_zeta, backend="mlir",
                              options={"target": "triton", "mode": "reduce-overhead"})
     x = torch.randn(8)
@@ -719,7 +719,7 @@ def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
         torch.testing.assert_close(compiled(x), _split_around_zeta(x))
     torch.testing.assert_close(compiled(x + 1), _split_around_zeta(x + 1))
     assert tessel.stats()["graphs_compiled"] == 2 and tessel.stats()["graphs_split"] == 1
-    assert len(runners) == 1 and isinstance(inspect.unwrap(runners[0]), torch.fx.GraphModule)
+    assert len(replayed) == 1 and isinstance(inspect.unwrap(replayed[0]), torch.fx.GraphModule)
 
 
 def test_reduce_overhead_on_cpu_tensors_launches_plainly_with_a_log_line():

@@ -241,6 +241,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
         signature.device = computing_device(gm)
         if kind in ("forward", "backward"):
             signature.role = kind
+        if not kind.endswith("_piece"):  # a piece replays in its split graph (split_graph.py)
             outputs = next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0]
             signature.output_stack_traces = [
                 o.meta.get("stack_trace") if isinstance(o, torch.fx.Node) else None

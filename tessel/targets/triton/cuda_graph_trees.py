@@ -1,15 +1,20 @@
-"""mode="reduce-overhead" for a training step's forward and backward graphs on the
-Triton target: their host programs replayed through PyTorch's CUDA graph trees
-(torch._inductor.cudagraph_trees), as Inductor's own are.
+"""mode="reduce-overhead" on the Triton target: host programs replayed through
+PyTorch's CUDA graph trees (torch._inductor.cudagraph_trees), as Inductor's own are.
 
-A forward returns the activations its backward reads. Captured one graph at a time
-(cuda_graphs.CudaGraphRunner), each of them is cloned out of the forward capture's
-buffers and copied into the backward capture's: the torch.compile tutorial's densenet121
-train step made some 6,000 such copies a step, half of its host time
-(torch.profiler). The trees record a forward and its backward into one memory pool, so
-the backward reads the activations where the forward's replay wrote them; they copy
-the other inputs that are not read in place in one `_foreach_copy_`, and raise, as
-for Inductor, when a program reads an output that a later replay has overwritten.
+Outputs stay where the replay wrote them, in the trees' memory pool, until a later
+replay of the tree overwrites them (reading one after that raises, as for Inductor:
+torch.compile's documented contract for this mode). A capture of its own
+(cuda_graphs.CudaGraphRunner) must instead clone its outputs out at every replay: a
+language model's logits were then held twice, and the mode's peak memory was over twice
+Inductor's on GPT-2, OPT, Qwen2, T5 and ALBERT.
+
+A training step's forward returns the activations its backward reads. The trees record
+a forward and its backward into one memory pool, so the backward reads the activations
+where the forward's replay wrote them, where captures of their own cloned each one out
+of the forward's buffers and copied it into the backward's: the torch.compile
+tutorial's densenet121 train step made some 6,000 such copies a step, half of its host
+time (torch.profiler). The trees copy the other inputs that are not read in place in
+one `_foreach_copy_`.
 
 Inputs read in place: those aot_autograd reports as static (parameters, buffers,
 tensors Dynamo marked static) and every parameter, found at the first call (a
@@ -37,10 +42,11 @@ def running_in_tree() -> bool:
 def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[int],
                      mutated_inputs: tuple[int, ...], role: str,
                      output_stack_traces: list[str | None]) -> Callable:
-    """`host`, the whole forward or backward (`role`) graph `graph_name`, replayed in
-    the current device's CUDA graph tree; with plain launches where an input is not a
-    CUDA tensor (under TRITON_INTERPRET), with one log line. The trees run a graph
-    that writes an input they do not read in place without replays, as Inductor's."""
+    """`host`, the whole graph `graph_name` (an inference graph, or a training step's
+    forward or backward: `role`), replayed in the current device's CUDA graph tree;
+    with plain launches where an input is not a CUDA tensor (under TRITON_INTERPRET),
+    with one log line. The trees run a graph that writes an input they do not read in
+    place without replays, as Inductor's."""
     from torch._inductor import cudagraph_trees
     from torch._inductor.cudagraph_utils import PlaceholderInfo
 
@@ -59,7 +65,7 @@ def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[i
         finally:
             _running_in_tree -= 1
 
-    def first_call(args: tuple) -> Callable:
+    def first_call(args: tuple, stack_traces: list[str | None]) -> Callable:
         if not on_cuda_only(args, graph_name):
             return lambda inputs: host(*inputs)
         read_in_place = static_inputs | {i for i, a in enumerate(args)
@@ -67,8 +73,8 @@ def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[i
         return cudagraph_trees.cudagraphify_impl(
             boxed, list(args), sorted(read_in_place),
             device_index=next(a for a in args if isinstance(a, torch.Tensor)).get_device(),
-            is_backward=role == "backward", is_inference=False,
-            stack_traces=list(output_stack_traces), constants=(),
+            is_backward=role == "backward", is_inference=role == "inference",
+            stack_traces=stack_traces, constants=(),
             placeholders=tuple(PlaceholderInfo(f"input {i} of graph {graph_name}", None, [], None)
                                for i in range(len(args))),
             mutated_input_idxs=tuple(mutated_inputs), compile_id=compile_id)
@@ -76,6 +82,13 @@ def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[i
     def replayed(*args):
         nonlocal replay
         if replay is None:
-            replay = first_call(args)
+            if not output_stack_traces:
+                # The trees need one stack trace (or None) per output; where the graph's
+                # are not known (a split graph), a first call with plain launches counts
+                # its outputs.
+                results = host(*args)
+                replay = first_call(args, [None] * len(results))
+                return results
+            replay = first_call(args, list(output_stack_traces))
         return replay(list(args))
     return replayed

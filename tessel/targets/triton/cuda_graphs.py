@@ -1,7 +1,10 @@
-"""mode="reduce-overhead" on the Triton target: the host program captured in a CUDA
-graph and replayed, so a call costs one graph launch instead of one launch per kernel
-and library call. For any graph but a training step's forward and backward, which
-share a memory pool in PyTorch's CUDA graph trees (cuda_graph_trees.py).
+"""mode="reduce-overhead" on the Triton target for a graph that writes its inputs:
+the host program captured in a CUDA graph and replayed, so a call costs one graph launch
+instead of one launch per kernel and library call. Every other graph replays in
+PyTorch's CUDA graph trees (cuda_graph_trees.py), which run a graph that writes an
+input they do not read in place without replays, and in which Inductor's own
+reduce-overhead generation with a static cache (whose graphs write the cache) died of
+SIGSEGV in the suite's runs, where these captures passed.
 
 One capture per input signature (shapes, strides, dtypes, devices, scalar values, and
 the storage of parameters and buffers, which are read in place): other tensor inputs

@@ -304,13 +304,15 @@ class TritonTarget(Target):
                  static_inputs: frozenset[int] = frozenset(),
                  mutated_inputs: tuple[int, ...] = (), role: str = "inference",
                  output_stack_traces: list[str | None] = ()) -> Callable:
-        """A training step's forward and backward in CUDA graph trees, which share
-        the activations between them; any other graph in a capture of its own. Also
-        on the inputs' device, where the current one is another."""
+        """`run` replayed in PyTorch's CUDA graph trees, as Inductor's graphs are: a
+        training step's forward and backward share the activations there, and every
+        graph's outputs stay in the trees' memory pool until a later replay; a graph
+        that writes its inputs in a capture of its own (cuda_graphs.py), which copies
+        them back. Also on the inputs' device, where the current one is another."""
         # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
         if not options.replays():
             return on_device_of_inputs(run)
-        if role in ("forward", "backward"):
+        if role in ("forward", "backward") or not mutated_inputs:
             return on_device_of_inputs(replayed_in_tree(
                 run, graph_name, static_inputs, mutated_inputs, role, output_stack_traces))
         return on_device_of_inputs(
