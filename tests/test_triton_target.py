@@ -701,6 +701,37 @@ def _split_around_zeta(x):
     return torch.tanh(torch.special.zeta(y.abs() + 2, 2.0)) + y
 
 
+def _encoder_of_permuted_features(conv):
+    """Whisper's encoder in small: convolution features permuted into tokens (eager's
+    residual stream is then laid out transposed, (L * C, 1, L)), layers split around
+    their native attention."""
+    def fn(x, pos):
+        h = F.gelu(conv(x)).permute(0, 2, 1) + pos
+        for scale in (2.0, 3.0):
+            q = F.layer_norm(h, (32,)).view(2, 20, 4, 8).transpose(1, 2)
+            a = F.scaled_dot_product_attention(q, q * scale, q)
+            h = h + a.transpose(1, 2).reshape(2, 20, 32)
+        return F.layer_norm(h, (32,))
+    return fn
+
+
+def test_pieces_hand_each_other_their_results_as_written(tmp_path):
+    """A residual stream that only the next pieces read is returned as its kernels write
+    it, rows in order, and the next pieces are compiled for that layout: no piece writes
+    it transposed, as eager lays it out, nor copies it for a gemm."""
+    torch.manual_seed(0)
+    fn = _encoder_of_permuted_features(torch.nn.Conv1d(16, 32, 3, padding=1))
+    compiled = compile_triton(fn, dump_dir=tmp_path)
+    with torch.no_grad():
+        for _ in range(2):
+            x, pos = torch.randn(2, 16, 20), torch.randn(20, 32)
+            torch.testing.assert_close(compiled(x, pos), fn(x, pos), atol=1e-4, rtol=1e-4)
+    assert_compiled()
+    hosts = [path.read_text() for path in tmp_path.glob("*_piece/*_host_program.py")]
+    assert len(hosts) == 3
+    assert not any("(640, 1, 20,)" in host or ".contiguous()" in host for host in hosts), hosts
+
+
 def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
     """The pieces around an op that runs eagerly get no replay of their own: the whole
     split graph is one, so that one CUDA graph holds the eager op too."""

@@ -50,7 +50,7 @@ from tessel.frontend.run_time import checking_indices, replayed
 from tessel.frontend.saved_layouts import (
     SavedLayouts,
     report_strides,
-    restrided_backward,
+    restrided_inputs,
     saved_positions,
     taking_traced_layouts,
 )
@@ -89,7 +89,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     relaid = {}  # the inputs that this graph takes copied into their traced layouts
     try:
         if kind == "backward":
-            relaid = restrided_backward(gm, example_inputs)
+            relaid = restrided_inputs(gm, example_inputs)
         graph_name, compiled = _compile_or_split(gm, options, kind, reasons, memo, saved)
         if compiled is not gm:
             compiled = as_traced(compiled, gm, graph_name, options.fallback, saved.strides)
@@ -121,9 +121,9 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))
 
     def split(failing: frozenset[str], reasons: list[str]):
-        def compile_piece(piece, piece_options, piece_kind, piece_depth):
+        def compile_piece(piece, piece_options, piece_kind, piece_depth, piece_saved):
             return _compile_or_split(piece, piece_options, piece_kind, reasons, memo,
-                                     depth=piece_depth)[1]
+                                     piece_saved, depth=piece_depth)[1]
         return split_graph(gm, stages, options, kind, failing, depth, compile_piece, memo)
 
     calls_native = native_ops_in(gm)

@@ -15,7 +15,7 @@ backward's example inputs, `_aot_stage2b_bw_compile` in torch 2.13, in
 `aot_dispatch_autograd` before; "saved activations can have different stride to
 eager"). So the forward returns those (`saved_positions`) as its kernels wrote them, and
 reports their strides (`report_strides`); the backward takes its inputs' traced layouts
-from its example inputs (`restrided_backward`).
+from its example inputs (`restrided_inputs`).
 """
 
 from __future__ import annotations
@@ -76,15 +76,15 @@ def report_strides(gm: torch.fx.GraphModule, strides: dict[int, tuple[int, ...]]
     reported.extend(strides.get(position) for position in range(len(outputs)))
 
 
-def restrided_backward(gm: torch.fx.GraphModule, example_inputs
-                       ) -> dict[int, tuple[int, ...]]:
-    """Trace the inputs of `gm`, a backward graph, (`meta["val"]`) with the strides of
-    `example_inputs` (those the forward reported), so that it is compiled for the
-    layouts it gets. Where the graph, run eagerly (all of it as a fallback, or some of
-    its nodes between compiled pieces), cannot take inputs so laid out (a `view` that
-    only the traced layout allows), its inputs are left as traced, and returned: the
-    positions of those to copy into their traced strides at every call
-    (`taking_traced_layouts`)."""
+def restrided_inputs(gm: torch.fx.GraphModule, example_inputs
+                     ) -> dict[int, tuple[int, ...]]:
+    """Trace the inputs of `gm` (`meta["val"]`) with the strides of `example_inputs`:
+    a backward graph's, those the forward reported; a piece's, those the pieces before
+    it return (piece_layouts.py); so that it is compiled for the layouts it gets. Where
+    the graph, run eagerly (all of it as a fallback, or some of its nodes between
+    compiled pieces), cannot take inputs so laid out (a `view` that only the traced
+    layout allows), its inputs are left as traced, and returned: the positions of those
+    to copy into their traced strides at every call (`taking_traced_layouts`)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
         return {}
@@ -106,7 +106,7 @@ def restrided_backward(gm: torch.fx.GraphModule, example_inputs
         with fake_mode:
             torch.fx.Interpreter(gm).run(*example_inputs)
     except Exception:  # noqa: BLE001 -- whatever eager raises on these layouts
-        log.debug("tessel: a backward graph takes its inputs in their traced layouts",
+        log.debug("tessel: a graph takes its inputs in their traced layouts",
                   exc_info=True)
         return traced
     for node, example in changed.values():

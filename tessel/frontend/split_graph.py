@@ -13,6 +13,8 @@ from tessel.frontend.collectives import communicates
 from tessel.frontend.input_mutations import mutated_inputs
 from tessel.frontend.native_ops import native_ops_in, native_reason, on_cuda
 from tessel.frontend.partition import MAX_ROUNDS, split_around
+from tessel.frontend.piece_layouts import handed_to_pieces, restrided_readers
+from tessel.frontend.saved_layouts import SavedLayouts, taking_traced_layouts
 from tessel.frontend.traced_facts import input_values, resolve_target, static_inputs
 from tessel.frontend.traced_outputs import as_traced
 from tessel.options import Options
@@ -22,8 +24,10 @@ from tessel.targets.base import get_target
 if TYPE_CHECKING:
     from tessel.frontend.inference_cache import InferenceMemo
 
-# (piece, options, kind, depth) -> the piece's callable, compiled or split in turn.
-CompilePiece = Callable[[torch.fx.GraphModule, Options, str, int], Callable]
+# (piece, options, kind, depth, the results it may return as written) -> the piece's
+# callable, compiled or split in turn.
+CompilePiece = Callable[[torch.fx.GraphModule, Options, str, int, SavedLayouts | None],
+                        Callable]
 
 aten = torch.ops.aten
 
@@ -94,9 +98,17 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
         return None
     pieces = {}
     target = get_target(resolve_target(options, input_values(gm)))
-    for name in names:
+    relaid: dict[str, dict[int, tuple]] = {}  # by piece: inputs it takes as traced
+    for index, name in enumerate(names):
         piece = pieces[name] = getattr(split, name)
-        compiled = compile_piece(piece, options, f"{kind}_piece", depth + 1)
+        # An inference graph's pieces hand each other results as written
+        # (piece_layouts.py); a training graph's keep their traced layouts.
+        saved = handed_to_pieces(split, name, set(names[index + 1:])) \
+            if kind == "inference" else None
+        compiled = compile_piece(piece, options, f"{kind}_piece", depth + 1, saved)
+        if saved is not None and saved.strides:
+            relaid.update(restrided_readers(split, name, saved.strides))
+        compiled = taking_traced_layouts(compiled, relaid.get(name, {}))
         if kind == "inference" and _cuda_device(piece) != _cuda_device(gm):
             # The split runs on its inputs' device, and an inference piece has no guard
             # of its own (run_time.replayed): this one computes on another (after a copy
