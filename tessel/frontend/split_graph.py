@@ -79,7 +79,9 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
             checked = target.building_pieces_together(checked, stages)
     return target.replayed(checked, stages.dump.graph_name, options,
                            static_inputs=static_inputs(gm, kind),
-                           mutated_inputs=mutated_inputs(gm))
+                           mutated_inputs=mutated_inputs(gm),
+                           runs_cpu_pieces=_cuda_device(gm) is not None and any(
+                               _cuda_device(piece) is None for piece in pieces.values()))
 
 
 def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,

@@ -56,12 +56,14 @@ class Target(ABC):
     def replayed(self, run: Callable, graph_name: str, options, *,
                  static_inputs: frozenset[int] = frozenset(),
                  mutated_inputs: tuple[int, ...] = (), role: str = "inference",
-                 output_stack_traces: list[str | None] = ()) -> Callable:
+                 output_stack_traces: list[str | None] = (),
+                 runs_cpu_pieces: bool = False) -> Callable:
         """`run`, graph `graph_name`'s whole callable, as `options.mode` runs it (replayed,
         where the target can). `static_inputs`: the positions of inputs that are read in
         place (parameters, buffers); `mutated_inputs`, the positions of those `run`
-        writes; `role` and `output_stack_traces`: GraphSignature's. This target replays
-        nothing."""
+        writes; `role` and `output_stack_traces`: GraphSignature's; `runs_cpu_pieces`:
+        whether `run` is a split graph some of whose pieces compute on CPU tensors. This
+        target replays nothing."""
         return run
 
     def checking_once_per_call(self, split: Callable) -> Callable:
