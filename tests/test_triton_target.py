@@ -1168,9 +1168,9 @@ def test_a_graph_that_aot_autograd_wraps_comes_from_the_cache_below_it(fn, tmp_p
 
 
 def test_channels_last_weights_convert_once_per_weight_version():
-    from tessel.targets.triton.host_program import ChannelsLastWeights
+    from tessel.targets.triton.host_program import channels_last_weights
 
-    convert, weight = ChannelsLastWeights(), torch.randn(8, 4, 3, 3)
+    convert, weight = channels_last_weights(), torch.randn(8, 4, 3, 3)
     first = convert(weight, capturing=False)
     assert first.is_contiguous(memory_format=torch.channels_last)
     assert convert(weight, capturing=False) is first  # no copy per call
@@ -2109,8 +2109,8 @@ def test_a_half_linear_before_a_residual_norm_is_an_addmm_in_its_dtype(tmp_path)
 def test_a_half_linear_of_ragged_width_is_an_addmm_of_padded_operands(tmp_path):
     """pad-contractions on a half gemm that accumulates in f32 (BERT's MLM head, whose
     N = 30522 made cuBLAS run an unaligned kernel): the weight and the bias are padded
-    to N = 1008, addmm multiplies them in the half type, and the padding is sliced
-    away; the output is contiguous, as eager's."""
+    to N = 1008 (once per version: they are parameters), addmm multiplies them in the
+    half type, and the padding is sliced away; the output is contiguous, as eager's."""
     torch.manual_seed(0)
     linear = torch.nn.Linear(64, 1001).half()
     x = torch.randn(2, 16, 64).half()
@@ -2124,8 +2124,9 @@ def test_a_half_linear_of_ragged_width_is_an_addmm_of_padded_operands(tmp_path):
                      gpu_ir.read_text())
     _, host = generated_files(tmp_path / "dump")
     weight, bias = re.search(r"torch.addmm\((\w+), \w+, (\w+).transpose", host).group(2, 1)
-    assert f"{weight} = torch.nn.functional.pad(" in host, host
-    assert f"{bias} = torch.nn.functional.pad(" in host, host
+    # the parameters padded once per version, not at every call
+    assert f"{weight} = padded_weight(" in host, host
+    assert f"{bias} = padded_weight(" in host, host
     # the padding sliced away: a strided view of the product's buffer
     assert re.search(r"reinterpret\(buf\d+, \(32, 1001\), \(1008, 1\), 0\)", host), host
     assert "KernelLauncher" not in host, host
@@ -2360,11 +2361,26 @@ def test_embeddings_added_together_are_one_kernel_in_half_precision(tmp_path):
     assert len(re.findall(r"launch_main_kernel_\d+\(direct", host)) == 1, host
 
 
+def test_padded_weights_pad_once_per_weight_version():
+    from tessel.targets.triton.host_program import padded_weights
+    pad, weight = padded_weights(), torch.randn(1001, 64)
+    first = pad(weight, (0, 0, 0, 7), False)
+    assert first.shape == (1008, 64) and not first[1001:].any()
+    assert pad(weight, (0, 0, 0, 7), False) is first  # no copy per call
+    assert pad(weight, (0, 7), False).shape == (1001, 71)  # another padding, its own
+    with torch.no_grad():
+        weight.mul_(2)
+    torch.testing.assert_close(pad(weight, (0, 0, 0, 7), False)[:1001], weight)
+    assert pad(weight, (0, 0, 0, 7), True) is not pad(weight, (0, 0, 0, 7), True)
+    del weight, first
+    assert len(pad.converted) == 0
+
+
 def test_channels_last_weights_go_with_their_weights():
     """Converted weights were kept by address: never freed, and a new weight at a freed
     one's address with the same version and shape would have been given its copy."""
-    from tessel.targets.triton.host_program import ChannelsLastWeights
-    weights = ChannelsLastWeights()
+    from tessel.targets.triton.host_program import channels_last_weights
+    weights = channels_last_weights()
     weight = torch.randn(16, 8, 3, 3)
     converted = weights(weight, capturing=False)
     assert converted.is_contiguous(memory_format=torch.channels_last)

@@ -241,7 +241,8 @@ class TritonTarget(Target):
         stages.write("triton_kernels.py", lambda: module_source)
         stages.write("host_program.py", lambda: host_source)
         namespace = {"torch": torch, "triton_debug": triton.knobs.runtime.debug,
-                     "channels_last_weight": host_program.ChannelsLastWeights(),
+                     "channels_last_weight": host_program.channels_last_weights(),
+                     "padded_weight": host_program.padded_weights(),
                      "recording_cuda_graph": host_program.recording_cuda_graph,
                      "allocator": host_program.allocator,
                      "KernelLauncher": KernelLauncher, "launch_mode": launch_mode,
