@@ -753,6 +753,28 @@ def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
     assert len(replayed) == 1 and isinstance(inspect.unwrap(replayed[0]), torch.fx.GraphModule)
 
 
+@pytest.mark.parametrize("role, mutated, cpu_pieces, replayed_by", [
+    ("inference", (), False, "trees"),
+    ("forward", (3,), False, "trees"),       # a training step's: BatchNorm's statistics
+    ("inference", (0,), False, "capture"),   # an optimizer step, a static cache's write
+    ("inference", (), True, "capture"),      # hf_deberta_v2's split died in the trees
+])
+def test_reduce_overhead_replays_each_graph_where_it_is_safe(monkeypatch, role, mutated,
+                                                             cpu_pieces, replayed_by):
+    from tessel.options import parse_options
+    from tessel.targets.base import get_target
+    from tessel.targets.triton import target as triton_target
+    used = []
+    monkeypatch.setattr(triton_target, "replayed_in_tree",
+                        lambda run, *args: used.append("trees") or run)
+    monkeypatch.setattr(triton_target, "CudaGraphRunner",
+                        lambda run, *args: used.append("capture") or run)
+    get_target("triton").replayed(lambda x: x, "000_inference",
+                                  parse_options("reduce-overhead"),
+                                  mutated_inputs=mutated, role=role, runs_cpu_pieces=cpu_pieces)
+    assert used == [replayed_by]
+
+
 def test_reduce_overhead_on_cpu_tensors_launches_plainly_with_a_log_line():
     compiled = torch.compile(lambda x: torch.softmax(x, -1) + 1, backend="mlir",
                              options={"target": "triton", "mode": "reduce-overhead"})
