@@ -2,8 +2,9 @@
 PyTorch's CUDA graph trees (torch._inductor.cudagraph_trees), as Inductor's own are.
 
 Outputs stay where the replay wrote them, in the trees' memory pool, until a later
-replay of the tree overwrites them (reading one after that raises, as for Inductor:
-torch.compile's documented contract for this mode). A capture of its own
+replay of the tree overwrites them, as Inductor's do (torch.compile's contract for this
+mode: an output kept across calls is to be cloned; on the H100, Inductor's and these
+were overwritten silently where the user held one). A capture of its own
 (cuda_graphs.CudaGraphRunner) must instead clone its outputs out at every replay: a
 language model's logits were then held twice, and the mode's peak memory was over twice
 Inductor's on GPT-2, OPT, Qwen2, T5 and ALBERT.
