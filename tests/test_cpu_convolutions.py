@@ -136,3 +136,28 @@ def test_depthwise_convolution_on_rows_runs_channels_last(tmp_path):
     # The rows padded as NHWC (2, 17, 18, 16), not the NCHW image (2, 16, 17, 18).
     assert "tensor<2x17x18x16xf32>" in fused.read_text()
     assert "tensor<2x16x17x18xf32>" not in fused.read_text()
+
+
+def test_a_mobilenet_block_runs_channels_last(tmp_path):
+    """channels-last-convolutions: oneDNN runs the block's library convolutions on
+    NHWC views, its depthwise convolution is a loop over NHWC, and the batch norms
+    between them, fused with the transposes, read and write NHWC: no [N, C, H, W]
+    image is left inside the block."""
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 24, 1), torch.nn.BatchNorm2d(24), torch.nn.ReLU6(),
+        torch.nn.Conv2d(24, 24, 3, padding=1, groups=24), torch.nn.BatchNorm2d(24),
+        torch.nn.ReLU6(), torch.nn.Conv2d(24, 8, 1)).eval()
+    for norm in (block[1], block[4]):
+        norm.running_mean.normal_()
+        norm.running_var.uniform_(0.5, 2.0)
+    compiled = torch.compile(block, backend="mlir", options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(2, 8, 20, 20)
+            torch.testing.assert_close(compiled(x), block(x), rtol=1e-4, atol=1e-4)
+    assert_compiled()
+    (kernels,) = tmp_path.glob("*/*cpu-fuse.mlir")
+    text = kernels.read_text()
+    assert text.count("linalg.conv_2d_nhwc_fhwc") == 2
+    assert "tensor<2x24x20x20xf32>" not in text and "tensor<2x20x20x24xf32>" in text

@@ -13,6 +13,10 @@ NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
 DEPTHWISE_CONVOLUTION = "linalg.depthwise_conv_2d_nchw_chw"
 NAMED_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw",
                       DEPTHWISE_CONVOLUTION)
+# An NCHW convolution's NHWC form -> that NCHW convolution (channels-last-convolutions,
+# on the CPU).
+CHANNELS_LAST_CONVOLUTIONS = {"linalg.conv_2d_nhwc_fhwc": "linalg.conv_2d_nchw_fchw",
+                              "linalg.depthwise_conv_2d_nhwc_hwc": DEPTHWISE_CONVOLUTION}
 
 
 def convolution_pair(op: ir.Operation, name: str) -> tuple[int, int]:
@@ -94,12 +98,12 @@ def stores_updates(scatter: ir.Operation) -> bool:
 
 def library_callee(op: ir.Operation) -> str | None:
     """The library routine that implements `op`, if any: "gemm" for contractions,
-    "conv2d" for a named NCHW convolution (grouped or not), "scatter" for
+    "conv2d" for a named convolution (NCHW, grouped or not, or an NHWC form), "scatter" for
     tm_tensor.scatter (aten's index_put_ on the GPU, which accumulates colliding
     indices atomically), but for one of static sizes that stores its updates: that is
     a kernel of its own (Triton's scatter_kernel.py), one launch where index_put_ made
     several, with host work to shape its index columns."""
-    if op.name in NAMED_CONVOLUTIONS:
+    if op.name in NAMED_CONVOLUTIONS or op.name in CHANNELS_LAST_CONVOLUTIONS:
         return "conv2d"
     if op.name == "tm_tensor.scatter":
         static = all(ir.ShapedType(v.type).has_static_shape for v in op.operands)

@@ -5,7 +5,9 @@
 `tessel.library_call` by `convolutions-to-gemm`) with
 `tessel_convolution(id, slots)`: `slots` holds, for the image, the weight and the
 output in turn, the element address, 4 sizes and 4 strides (a rank-3 weight leaves its
-last size and stride 0). The id indexes the module attribute `tessel.convolutions`,
+last size and stride 0). A channels-last convolution (`linalg.conv_2d_nhwc_fhwc`,
+`linalg.depthwise_conv_2d_nhwc_hwc`: channels-last-convolutions) is handed over as its
+NCHW form on transposed views of its memrefs, which PyTorch runs channels-last. The id indexes the module attribute `tessel.convolutions`,
 one description per call site (ConvolutionCall: the op, its strides and dilations, and
 whether it overwrites its output); the target runs the convolution with PyTorch's own
 (oneDNN) kernel, accumulating into the output as the linalg op does, or overwriting
@@ -19,7 +21,11 @@ from dataclasses import dataclass
 from torch_mlir.dialects import arith, func, memref
 
 from tessel import ir
-from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
+from tessel.passes.contractions import (
+    CHANNELS_LAST_CONVOLUTIONS,
+    DEPTHWISE_CONVOLUTION,
+    convolution_pair,
+)
 
 CONVOLUTION_CALL = "tessel_convolution"
 # Unit attribute of a named convolution that library-calls will turn into the call
@@ -30,7 +36,12 @@ LIBRARY_CALL = "tessel.library_call"
 OVERWRITES_OUTPUT = "tessel.overwrites_output"
 # Module attribute: per call id, the ConvolutionCall's text.
 CONVOLUTION_DESCRIPTIONS = "tessel.convolutions"
-LIBRARY_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION)
+# A channels-last convolution -> the permutations that view its image (and result) and
+# its weight as its NCHW form's.
+_CHANNELS_FIRST_VIEWS = {"linalg.conv_2d_nhwc_fhwc": ([0, 3, 1, 2], [0, 3, 1, 2]),
+                         "linalg.depthwise_conv_2d_nhwc_hwc": ([0, 3, 1, 2], [2, 0, 1])}
+LIBRARY_CONVOLUTIONS = ("linalg.conv_2d_nchw_fchw", DEPTHWISE_CONVOLUTION,
+                        *CHANNELS_LAST_CONVOLUTIONS)
 SLOTS_PER_OPERAND = 9
 
 _DECLARATION = "llvm.func @{call}(i64, !llvm.ptr)"
@@ -109,8 +120,30 @@ class ConvolutionCall:
 
 
 def call_of(op: ir.Operation) -> ConvolutionCall:
-    return ConvolutionCall(op.name, convolution_pair(op, "strides"),
+    name = CHANNELS_LAST_CONVOLUTIONS.get(op.name, op.name)
+    return ConvolutionCall(name, convolution_pair(op, "strides"),
                            convolution_pair(op, "dilations"), OVERWRITES_OUTPUT in op.attributes)
+
+
+def _channels_first_operands(op: ir.Operation) -> list[ir.Value]:
+    """The image, weight and output of `op` as its NCHW form reads them: transposed
+    views of a channels-last convolution's memrefs (at the insertion point)."""
+    if op.name not in _CHANNELS_FIRST_VIEWS:
+        return list(op.operands)
+    image_order, weight_order = _CHANNELS_FIRST_VIEWS[op.name]
+    return [_transposed_view(value, order) for value, order in
+            zip(op.operands, (image_order, weight_order, image_order))]
+
+
+def _transposed_view(value: ir.Value, order: list[int]) -> ir.Value:
+    """memref.transpose of `value` whose dim i is `value`'s dim order[i]."""
+    source = ir.MemRefType(value.type)
+    strides, offset = source.get_strides_and_offset()
+    shape = [source.shape[d] for d in order]
+    layout = ir.StridedLayoutAttr.get(offset, [strides[d] for d in order])
+    result = ir.MemRefType.get(shape, source.element_type, layout, source.memory_space)
+    permutation = ir.AffineMapAttr.get(ir.AffineMap.get_permutation(order))
+    return memref.TransposeOp(result, value, permutation).result
 
 
 def replace_with_calls(module: ir.Operation, convolutions: list[ir.Operation]) -> None:
@@ -138,7 +171,7 @@ def replace_with_calls(module: ir.Operation, convolutions: list[ir.Operation]) -
         with ir.InsertionPoint(op), op.location:
             identifier = arith.constant(ir.IntegerType.get_signless(64), len(descriptions))
             operands = [memref.cast(ir.Type.parse(_dynamic_type(rank)), value)
-                        for value, rank in zip(op.operands, ranks)]
+                        for value, rank in zip(_channels_first_operands(op), ranks)]
             func.call([], ir.FlatSymbolRefAttr.get(helpers[ranks]), [identifier, *operands])
         descriptions.append(call_of(op).text())
         op.erase()

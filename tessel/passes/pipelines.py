@@ -38,6 +38,9 @@ register_pipeline(
     # at most 14x14, where loops of their own (contiguous-innermost-loop) lost to
     # oneDNN; on larger maps they won. The others become im2col + gemm.
     "convolutions-to-gemm{library-elements=f32 library-depthwise-pixels=196 library-pointwise=1},"
+    # oneDNN's convolutions run channels-last; element-wise fusion folds the transposes
+    # around them into their neighbours.
+    "channels-last-convolutions,"
     "fold-transposes-into-matmul,canonicalize,"
     # Gemms stay whole BLAS calls on the CPU: one multi-threaded call per gemm measured
     # ~10% faster than one single-threaded call per row block with its epilogue fused
