@@ -1193,14 +1193,14 @@ def test_channels_last_weights_convert_once_per_weight_version():
     from tessel.targets.triton.host_program import channels_last_weights
 
     convert, weight = channels_last_weights(), torch.randn(8, 4, 3, 3)
-    first = convert(weight, capturing=False)
+    first = convert(weight, False)
     assert first.is_contiguous(memory_format=torch.channels_last)
-    assert convert(weight, capturing=False) is first  # no copy per call
+    assert convert(weight, False) is first  # no copy per call
     with torch.no_grad():
         weight.mul_(2)  # an optimizer step: a new version of the same storage
-    torch.testing.assert_close(convert(weight, capturing=False), weight)
+    torch.testing.assert_close(convert(weight, False), weight)
     # Inside a CUDA graph capture the conversion is captured: a fresh copy each time
-    assert convert(weight, capturing=True) is not convert(weight, capturing=True)
+    assert convert(weight, True) is not convert(weight, True)
 
 
 _UNSIGNED_KERNEL = """
@@ -2404,11 +2404,11 @@ def test_channels_last_weights_go_with_their_weights():
     from tessel.targets.triton.host_program import channels_last_weights
     weights = channels_last_weights()
     weight = torch.randn(16, 8, 3, 3)
-    converted = weights(weight, capturing=False)
+    converted = weights(weight, False)
     assert converted.is_contiguous(memory_format=torch.channels_last)
-    assert weights(weight, capturing=False) is converted
+    assert weights(weight, False) is converted
     weight.add_(1)  # a new version: converted again
-    torch.testing.assert_close(weights(weight, capturing=False), weight)
+    torch.testing.assert_close(weights(weight, False), weight)
     del weight, converted
     assert len(weights.converted) == 0
 

@@ -24,12 +24,18 @@ import torch.fx
 from tessel.frontend.saved_layouts import SavedLayouts, restrided_inputs
 
 
+def piece_call(split: torch.fx.GraphModule, name: str) -> torch.fx.Node:
+    """The node of `split` that calls its piece `name`."""
+    (call,) = (n for n in split.graph.nodes if n.op == "call_module" and n.target == name)
+    return call
+
+
 def handed_to_pieces(split: torch.fx.GraphModule, name: str, pieces: set[str]
                      ) -> SavedLayouts | None:
     """The results of piece `name` of `split` that only `pieces` read (each through its
     own getitem), as positions that its compiled code may return as written; None if
     there are none, or the piece returns one value."""
-    (call,) = (n for n in split.graph.nodes if n.op == "call_module" and n.target == name)
+    call = piece_call(split, name)
     if not call.users or not all(user.target is operator.getitem for user in call.users):
         return None
     positions = frozenset(
@@ -45,7 +51,7 @@ def restrided_readers(split: torch.fx.GraphModule, name: str,
     (its results' as written, by position), so that each is compiled for the layouts
     it gets. Returns, by reader, the positions of the inputs it takes copied into their
     traced layouts (those a reader's graph, run eagerly, cannot take so laid out)."""
-    (call,) = (n for n in split.graph.nodes if n.op == "call_module" and n.target == name)
+    call = piece_call(split, name)
     restrided: dict[str, dict[int, torch.Tensor]] = {}
     for item in call.users:
         position = item.args[1]

@@ -13,7 +13,7 @@ from tessel.frontend.collectives import communicates
 from tessel.frontend.input_mutations import mutated_inputs
 from tessel.frontend.native_ops import native_ops_in, native_reason, on_cuda
 from tessel.frontend.partition import MAX_ROUNDS, split_around
-from tessel.frontend.piece_layouts import handed_to_pieces, restrided_readers
+from tessel.frontend.piece_layouts import handed_to_pieces, piece_call, restrided_readers
 from tessel.frontend.saved_layouts import SavedLayouts, taking_traced_layouts
 from tessel.frontend.traced_facts import input_values, resolve_target, static_inputs
 from tessel.frontend.traced_outputs import as_traced
@@ -134,7 +134,7 @@ def _feeds_stride_reader(split: torch.fx.GraphModule, name: str) -> bool:
     (READ_STRIDES). A compiled piece returns its results laid out as its code writes
     them (contiguous on the CPU target), where eager's trace may have another layout
     (a channels-last copy): as_strided of such a result read the wrong elements."""
-    (call,) = (n for n in split.graph.nodes if n.op == "call_module" and n.target == name)
+    call = piece_call(split, name)
     results = [user for user in call.users if user.target is operator.getitem] or [call]
     return any(user.target in READ_STRIDES for result in results for user in result.users)
 

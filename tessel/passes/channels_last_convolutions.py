@@ -4,14 +4,14 @@ oneDNN's channels-last convolutions are about twice as fast as its NCHW ones on 
 maps (benchmarks/README.md, "CPU findings"), which is why Inductor keeps a conv net
 channels-last on the CPU. Each library convolution (`tessel.library_call`,
 convolutions-to-gemm), and each depthwise one left to loops of tessel's (which then
-run along the contiguous channels), becomes
-its NHWC form between transposes: its image and accumulator transposed to NHWC, its
-result transposed back. A pad of the image moves below the transpose, and a
-concatenation of it is made of transposed parts. Element-wise fusion then folds each
-transpose into the generic that produces or reads it, so that the element-wise ops
-between two convolutions (batch norm, activations, upsampling) read and write NHWC,
-and no transpose is left but at the graph's edges and where an image has readers of
-both layouts. `library-calls` hands the NHWC operands to PyTorch as NCHW views.
+run along the contiguous channels), becomes its NHWC form between transposes: its
+image and accumulator transposed to NHWC, its result transposed back. A pad of the
+image moves below the transpose, and a concatenation of it is made of transposed
+parts. Element-wise fusion then folds each transpose into the generic that produces or
+reads it, so that the element-wise ops between two convolutions (batch norm,
+activations, upsampling) read and write NHWC, and no transpose is left but at the
+graph's edges and where an image has readers of both layouts. `library-calls` hands
+the NHWC operands to PyTorch as NCHW views.
 
 The weight is transposed at every call, so a convolution whose weight outnumbers its
 image (`max-weight-share`; a ResNet's last layers) stays NCHW.
@@ -28,6 +28,7 @@ from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.convolution_calls import LIBRARY_CALL
 from tessel.passes.linalg_builders import replace_with_function_body, tensor_text
 from tessel.passes.registry import ModulePass, register
+from tessel.passes.spatial_pads import SpatialPad, spatial_pad
 
 TO_CHANNELS_LAST = [0, 2, 3, 1]
 TO_CHANNELS_FIRST = [0, 3, 1, 2]
@@ -53,8 +54,8 @@ class ChannelsLastConvolutionsPass(ModulePass):
                                     and _weight_is_small(op, self.max_weight_share))
         for op in convolutions:
             image, weight, accumulator = op.operands
-            pad = _constant_spatial_pad(image)
-            source = pad.operands[0] if pad is not None else image
+            pad = spatial_pad(image)
+            source = pad.source if pad is not None else image
             concat = ir.operation_of(source.owner)
             parts = list(concat.operands) if concat is not None and \
                 concat.name == "tensor.concat" else [source]
@@ -69,22 +70,6 @@ def _weight_is_small(op: ir.Operation, share: float) -> bool:
     return math.prod(weight.shape) <= share * math.prod(image.shape)
 
 
-def _constant_spatial_pad(image: ir.Value) -> ir.Operation | None:
-    """The tensor.pad that makes `image`, where it pads only H and W, statically, with
-    a constant."""
-    pad = ir.operation_of(image.owner)
-    if pad is None or pad.name != "tensor.pad" or len(pad.operands) != 1:
-        return None
-    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
-    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    (yielded,) = pad.regions[0].blocks[0].operations
-    constant = ir.operation_of(yielded.operands[0].owner)
-    if constant is None or constant.name != "arith.constant" or any(low[:2]) or any(high[:2]) \
-            or ir.ShapedType.get_dynamic_size() in low + high:
-        return None
-    return pad
-
-
 def _transpose(name: str, source: str, shape: list[int], permutation: list[int],
                element: str) -> tuple[str, list[int]]:
     result = [shape[p] for p in permutation]
@@ -95,7 +80,7 @@ def _transpose(name: str, source: str, shape: list[int], permutation: list[int],
 
 
 def _function_text(op: ir.Operation, source: ir.Value, parts: list[ir.Value],
-                   pad: ir.Operation | None) -> str:
+                   pad: SpatialPad | None) -> str:
     """`op` on (the parts its image, or its pad's source, concatenates (itself alone if
     it is no concatenation), weight, accumulator), in its NHWC form: each part is
     transposed, so that its producer writes it NHWC once fused."""
@@ -117,14 +102,10 @@ def _function_text(op: ir.Operation, source: ir.Value, parts: list[ir.Value],
                        f"{', '.join(f'%part{i}' for i in range(len(parts)))} : "
                        f"({part_types}) -> {tensor_text(image_shape, element)}\n")
     if pad is not None:
-        low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
-        high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-        (yielded,) = pad.regions[0].blocks[0].operations
-        value = ir.operation_of(yielded.operands[0].owner).attributes["value"]
-        low, high = ([widths[p] for p in TO_CHANNELS_LAST] for widths in (low, high))
+        low, high = ([widths[p] for p in TO_CHANNELS_LAST] for widths in (pad.low, pad.high))
         padded_shape = [size + lo + hi for size, lo, hi in zip(image_shape, low, high)]
         image_text += (
-            f"  %pad_value = arith.constant {value}\n"
+            f"  %pad_value = arith.constant {pad.value}\n"
             f"  %padded = tensor.pad %image low{low} high{high} {{\n"
             f"  ^bb0({', '.join(f'%i{d}: index' for d in range(4))}):\n"
             f"    tensor.yield %pad_value : {element}\n"

@@ -7,8 +7,8 @@
 output in turn, the element address, 4 sizes and 4 strides (a rank-3 weight leaves its
 last size and stride 0). A channels-last convolution (`linalg.conv_2d_nhwc_fhwc`,
 `linalg.depthwise_conv_2d_nhwc_hwc`: channels-last-convolutions) is handed over as its
-NCHW form on transposed views of its memrefs, which PyTorch runs channels-last. The id indexes the module attribute `tessel.convolutions`,
-one description per call site (ConvolutionCall: the op, its strides and dilations, and
+NCHW form on transposed views of its memrefs, which PyTorch runs channels-last. The id
+indexes the module attribute `tessel.convolutions`, one description per call site (ConvolutionCall: the op, its strides and dilations, and
 whether it overwrites its output); the target runs the convolution with PyTorch's own
 (oneDNN) kernel, accumulating into the output as the linalg op does, or overwriting
 it.

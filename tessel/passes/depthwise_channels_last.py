@@ -7,6 +7,7 @@ from tessel import ir
 from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
 from tessel.passes.linalg_builders import replace_with_function_body, tensor_text
 from tessel.passes.registry import ModulePass, register
+from tessel.passes.spatial_pads import spatial_pad
 
 _SEQUENCE_TO_CHANNELS_FIRST = [0, 2, 1]  # (n, pixels, c) -> (n, c, pixels), and back
 
@@ -20,18 +21,16 @@ def _permutation(op: ir.Operation) -> list[int]:
     return list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
 
 
-def _zero_padding(pad: ir.Operation) -> tuple[list[int], list[int]] | None:
-    """(low, high) of a tensor.pad that pads only the spatial dims of an NCHW tensor with
-    a constant zero, else None."""
-    low, high = (list(ir.DenseI64ArrayAttr(pad.attributes[name]))
-                 for name in ("static_low", "static_high"))
-    yielded = pad.regions[0].blocks[0].operations[0].operands[0]
-    constant = _owner(yielded, "arith.constant")
-    if constant is None or not isinstance(constant.attributes["value"], ir.FloatAttr) \
-            or ir.FloatAttr(constant.attributes["value"]).value != 0.0 \
-            or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
+def _zero_padding(image: ir.Value) -> tuple[list[int], list[int]] | None:
+    """(low, high) of the H and W padding that makes `image`: none where it is no pad,
+    None where it is another pad than a zero spatial one."""
+    if _owner(image, "tensor.pad") is None:
+        return [0, 0], [0, 0]
+    pad = spatial_pad(image)
+    if pad is None or not isinstance(pad.value, ir.FloatAttr) \
+            or ir.FloatAttr(pad.value).value != 0.0:
         return None
-    return low[2:], high[2:]
+    return pad.low[2:], pad.high[2:]
 
 
 def _sequence_source(image: ir.Value) -> ir.Value | None:
@@ -130,7 +129,7 @@ class DepthwiseChannelsLastPass(ModulePass):
                                     and self._applies(op))
         for op in convolutions:
             pad = _owner(op.operands[0], "tensor.pad")
-            padding = _zero_padding(pad) if pad is not None else ([0, 0], [0, 0])
+            padding = _zero_padding(op.operands[0])
             rows = _sequence_source(pad.operands[0] if pad is not None else op.operands[0])
             if padding is None or rows is None:
                 continue

@@ -1286,10 +1286,8 @@ class ConvertedWeights:
         # taken for it.
         self.converted: dict[tuple, tuple[int, torch.Tensor]] = {}
 
-    def __call__(self, weight: torch.Tensor, *how, capturing: bool | None = None
-                 ) -> torch.Tensor:
-        if capturing is None:  # host programs pass it last, positionally
-            *how, capturing = how
+    def __call__(self, weight: torch.Tensor, *arguments) -> torch.Tensor:
+        *how, capturing = arguments  # how to convert (a pad's widths), then `capturing`
         if capturing or self.already(weight):
             return self.convert(weight, *how)
         key = (id(weight), *how)
