@@ -260,6 +260,17 @@ def test_concatenations_become_kernels_with_their_producers_and_readers(tmp_path
     assert member.count("tl.where(") == 2 and "tl.load" in member
 
 
+def test_a_concatenation_along_channels_reduced_by_rows():
+    """SqueezeNet's fire module ends in a channel concatenation that a global pool reads:
+    each row is one channel, so the select between the parts is a condition on the row,
+    which masks the parts' loads."""
+    def fn(a, b):
+        return torch.cat((torch.relu(a), torch.relu(b)), 1).mean((2, 3))
+    a, b = torch.randn(2, 16, 7, 7), torch.randn(2, 8, 7, 7)
+    torch.testing.assert_close(compile_triton(fn)(a, b), fn(a, b))
+    assert_compiled()
+
+
 def test_a_roll_is_one_kernel_with_its_reader():
     """torch.roll is a concatenation of two slices cast to a dynamic size: the gather
     reads the static slices (concat-as-gather), both shifts and the multiply one kernel."""

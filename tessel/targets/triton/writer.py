@@ -521,8 +521,15 @@ class KernelWriter:
                          [named(p) for p, _ in positions])
         mask = "mask"
         for condition, side in sorted(names.get(LOAD_GUARDS, {}).get(op, ()), key=str):
-            expression, _ = self.written(condition, names)
-            mask += f" & {expression}" if side else f" & ~({expression})"
+            expression, condition_kind = self.written(condition, names)
+            if condition_kind == "row":
+                mask += f" & {expression}" if side else f" & ~({expression})"
+            else:
+                # Triton's interpreter types a 0-d comparison (a condition on the row)
+                # as its operands' integer type: `mask & it` would be an integer mask,
+                # which its loads reject.
+                mask = f"tl.where({expression}, {mask}, False)" if side else \
+                    f"tl.where({expression}, False, {mask})"
         load = f"tl.load({pointer} + {text(offset)}{self.access_mask(kind, mask)})"
         variable = self.fresh()
         self.emit(f"{variable} = {self.held(load, op.operands[0])}")
