@@ -97,8 +97,10 @@ def test_views_of_unknown_layout_or_that_copy_stay_reshapes(bias, tmp_path):
     (convolved,) = re.findall(r"(buf\d+) = torch\.convolution\(", host)
     (flattened,) = re.findall(r"= (buf\d+)\.reshape\(\(2, 144,\)\)", host)
     if bias:
-        assert re.search(rf"{flattened} = empty_strided\(\(2, 4, 6, 6,\), \(144, 1, 24, 4,\)",
-                         host), host
+        # The bias kernel writes over the convolution's result where cuDNN laid it out
+        # so (in_place_writes.py), else into a new buffer.
+        assert re.search(rf"{flattened} = (buf\d+ if buf\d+\.stride\(\) == \(144, 1, 24, 4,\) "
+                         rf"else )?empty_strided\(\(2, 4, 6, 6,\), \(144, 1, 24, 4,\)", host), host
     else:
         assert flattened == convolved, host
     assert "reinterpret(buf" not in host, host

@@ -2247,12 +2247,45 @@ def test_buffer_planning_reuses_memory_only_once_nothing_reads_it():
 
 def test_a_chain_of_same_shaped_intermediates_reuses_their_buffers(tmp_path):
     def fn(x, w):
-        return (torch.relu(torch.sin(x) @ w) @ w).tanh()
+        # The gemms' results read transposed: their readers cannot write over them.
+        return (torch.relu((torch.sin(x) @ w).t()) @ w).t().tanh()
     x, w = torch.randn(32, 32), torch.randn(32, 32)
     torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w), fn(x, w))
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
     assert "# reuses buf" in host, host
+
+
+def _overwritten(host: str) -> list[tuple[str, str]]:
+    """(buffer, the tensor whose memory it takes where strides allow) in `host`."""
+    return re.findall(r"^    (buf\d+) = (buf\d+) if \2\.stride\(\) == ", host, re.M)
+
+
+def test_a_pointwise_kernel_writes_its_result_over_a_dead_input(tmp_path):
+    """A gemm's (or a convolution's) result, which a kernel reads at the points it writes
+    and nothing reads after it, takes the kernel's result: the two are never held at
+    once (Inductor's in-place buffers)."""
+    def fn(x, w, b):
+        return torch.relu(x @ w + b) * 2
+    x, w, b = torch.randn(32, 48), torch.randn(48, 64), torch.randn(64)
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w, b), fn(x, w, b))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    (taken,) = _overwritten(host)
+    assert f"{taken[1]} = torch.mm(" in host, host
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, w: (torch.relu(x @ w), x @ w),        # the gemm's result is returned
+    lambda x, w: torch.relu(x @ w).t() + (x @ w),    # read again, transposed
+    lambda x, w: torch.relu(x) + w,                  # a graph input is never written
+], ids=["returned", "read-after", "graph-input"])
+def test_negative_inputs_read_after_the_kernel_are_not_written_over(fn, tmp_path):
+    x, w = torch.randn(32, 32), torch.randn(32, 32)
+    torch.testing.assert_close(compile_triton(fn, tmp_path / "dump")(x, w), fn(x, w))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert not _overwritten(host), host
 
 
 @pytest.mark.parametrize("fn, x", [

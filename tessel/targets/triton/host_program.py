@@ -40,7 +40,9 @@ from tessel.targets.triton.host_records import (
     printed,
     reusing_buffers,
     skipping_unread_views,
+    writing_in_place,
 )
+from tessel.targets.triton.in_place_writes import overwritable_inputs
 from tessel.targets.triton.kernel_source import KernelSource
 from tessel.targets.triton.launcher import dry_running
 from tessel.targets.triton.op_table import CMPI_OPERATORS, CMPI_PREDICATES
@@ -649,16 +651,30 @@ class _HostWriter:
         return name
 
     def allocate(self, value: ir.Value, shape: list[int | str], element: str,
-                 reads: list[str]) -> str:
-        """A new buffer for `value` (`empty`), whose dynamic sizes read `reads`."""
+                 reads: list[str], overwritable: tuple[str, ...] = ()) -> str:
+        """A new buffer for `value` (`empty`), whose dynamic sizes read `reads`, which
+        may take the memory of one of the `overwritable` tensors (writing_in_place)."""
         expression = self.empty(value, shape, element)
         if not all(isinstance(size, int) for size in shape):
             return self.bind(value, expression, reads, fresh=True)
         name = self.fresh()
-        self.records.append(Allocate(name, expression))
+        stride = self._strides(value, shape)
+        self.records.append(Allocate(name, expression, overwritable, _shape_text(stride)))
         self.names[value] = name
-        self.layouts[name] = strided_views.Layout(tuple(shape), self._strides(value, shape))
+        self.layouts[name] = strided_views.Layout(tuple(shape), stride)
         return name
+
+    def overwritable(self, op: ir.Operation, index: int, element: str) -> tuple[str, ...]:
+        """The names of the inputs that result `index` of kernel `op` may be written over
+        (in_place_writes.py): held in its `element` type, and in a combo, read by no
+        other member, which may run at the same time."""
+        members = self.combo_members.get(ir.StringAttr(op.attributes[COMBO]).value, []) \
+            if COMBO in op.attributes else []
+        elsewhere = {value for member in members if member != op
+                     for value in self.kernels[kernel_name(member)].inputs}
+        return tuple(self.names[value] for value in overwritable_inputs(op).get(index, [])
+                     if value not in elsewhere and value in self.names
+                     and self.narrowed.get(value, element_name(value)) == element)
 
     def _strides(self, value: ir.Value, shape: list[int]) -> tuple[int, ...]:
         """The strides of a new buffer of static `shape` for `value`: those eager returns
@@ -826,7 +842,9 @@ class _HostWriter:
             if result in self.in_place:
                 outputs.append(self.input_as_buffer(result, shape, buffer.element))
             else:
-                outputs.append(self.allocate(result, shape, buffer.element, shape_reads))
+                outputs.append(self.allocate(
+                    result, shape, buffer.element, shape_reads,
+                    self.overwritable(op, len(outputs), buffer.element)))
         reads += outputs
         ranks = [value.type.rank for value in kernel.inputs] + \
             [len(buffer.shape) for buffer in kernel.results]
@@ -1232,8 +1250,8 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
                                 (output,), fresh=True, output=True))
     outputs = tuple(f"out{index}" for index in range(len(returned)))
     records.append(Return(f"({''.join(r + ', ' for r in signature.returns)})", outputs))
-    body = [line for record in freeing_buffers(reusing_buffers(skipping_unread_views(records)))
-            for line in printed(record)]
+    planned = reusing_buffers(writing_in_place(skipping_unread_views(records)))
+    body = [line for record in freeing_buffers(planned) for line in printed(record)]
     lines = [f"# tessel host program for graph {graph_name} (target triton)",
              *writer.launchers, "",
              f"def host({', '.join(arg.name for arg in signature.inputs)}):"]

@@ -15,9 +15,13 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Allocate:
     """`name = expression`: new memory of a static shape (torch.empty_strided), which
-    the planner may take from an earlier buffer of the same `expression`."""
+    the planner may take from an earlier buffer of the same `expression`, or from one of
+    `overwritable`, inputs of the launch that writes it which it may be written over
+    (in_place_writes.py) where they have its `stride`."""
     name: str
     expression: str
+    overwritable: tuple[str, ...] = ()
+    stride: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,61 @@ def skipping_unread_views(records: list[Record]) -> list[Record]:
         records = kept
 
 
+def _memory(records: list[Record]) -> dict[str, set[str]]:
+    """Name -> the allocations (Allocate, or fresh Bind) whose memory it may hold: its
+    own, or for a view, those of what it reads, taken transitively."""
+    memory: dict[str, set[str]] = {}
+    for record in records:
+        if isinstance(record, Allocate):
+            memory[record.name] = {record.name}
+        elif isinstance(record, Bind):
+            memory[record.name] = {record.name} if record.fresh else \
+                set().union(*(memory.get(name, set()) for name in record.reads))
+    return memory
+
+
+def _last_reads(records: list[Record], memory: dict[str, set[str]]) -> dict[str, int]:
+    """Allocation -> the index of the last record that mentions a name holding it."""
+    last_read: dict[str, int] = {}
+    for index, record in enumerate(records):
+        for name in _mentions(record):
+            for allocation in memory.get(name, ()):
+                last_read[allocation] = index
+    return last_read
+
+
+def writing_in_place(records: list[Record]) -> list[Record]:
+    """Each allocation written by a launch that may write it over one of its inputs
+    (Allocate.overwritable) takes that input's memory where nothing reads the input
+    after that launch: the input itself, where it was allocated with the same
+    expression, else the input where its strides are the allocation's (a library
+    call's result, whose layout cuDNN or cuBLAS chose) and new memory where not. The
+    input's memory must be its own: a buffer, not an output, a graph input or a view
+    of one."""
+    memory = _memory(records)
+    last_read = _last_reads(records, memory)
+    expressions = {r.name: r.expression for r in records if isinstance(r, Allocate)}
+    taken: set[str] = set()
+    planned: list[Record] = []
+    for index, record in enumerate(records):
+        if isinstance(record, Allocate) and record.overwritable:
+            launch = next(i for i in range(index + 1, len(records))
+                          if record.name in _mentions(records[i]))
+            source = next((name for name in record.overwritable
+                           if memory.get(name) == {name} and name not in taken
+                           and last_read.get(name) == launch), None)
+            if source is not None:
+                taken.add(source)
+                if expressions.get(source) == record.expression:
+                    record = Bind(record.name, source, (source,), fresh=False)
+                else:
+                    record = Bind(record.name, f"{source} if {source}.stride() == "
+                                  f"{record.stride} else {record.expression}", (source,),
+                                  fresh=False)
+        planned.append(record)
+    return planned
+
+
 def reusing_buffers(records: list[Record]) -> list[Record]:
     """Buffer planning: each allocation that can take the memory of an earlier
     allocation of the same expression (shape, strides, dtype), whose memory nothing
@@ -103,18 +162,8 @@ def reusing_buffers(records: list[Record]) -> list[Record]:
     so the plan saves its call's host time and never raises the peak. Reuse across
     other allocations did: holding a freed buffer for a later one kept it from the
     library calls in between (benchmarks/peak_memory.py)."""
-    memory: dict[str, set[str]] = {}      # name -> the allocations whose memory it may hold
-    for record in records:
-        if isinstance(record, Allocate):
-            memory[record.name] = {record.name}
-        elif isinstance(record, Bind):
-            memory[record.name] = set() if record.fresh else \
-                set().union(*(memory.get(name, set()) for name in record.reads))
-    last_read: dict[str, int] = {}
-    for index, record in enumerate(records):
-        for name in _mentions(record):
-            for allocation in memory.get(name, ()):
-                last_read[allocation] = index
+    memory = _memory(records)
+    last_read = _last_reads(records, memory)
     dead_after: dict[int, list[str]] = {}
     for allocation, index in last_read.items():
         dead_after.setdefault(index, []).append(allocation)
@@ -132,7 +181,7 @@ def reusing_buffers(records: list[Record]) -> list[Record]:
             # reshape may copy).
             free.clear()
         planned.append(record)
-        free += dead_after.get(index, [])
+        free += [a for a in dead_after.get(index, []) if a in expressions]
     return planned
 
 
