@@ -6,12 +6,14 @@ compiled backend, in one process, the GPU kernels (or CPU ops) that take the mos
     python -m benchmarks.models.profile resnet50 --device cuda --kind train
     python -m benchmarks.models.profile hf_llama --device cuda --kind generate --host
     python -m benchmarks.models.profile hf_whisper --device cuda --mode reduce-overhead
+    python -m benchmarks.models.profile squeezenet1_1 --device cuda --memory
 
 prints, per model and backend, the time of a call (`--kind train`: of a training step,
 train.py's, each backend on its own copy of the model; `--kind generate`: of a generate
 row's generate() call), its kernel launches and the kernels
 that take most of it, so that a slow model's loss is named (a kernel family, launches,
-eager pieces between compiled graphs) before it is worked on. On the CPU, Inductor's
+eager pieces between compiled graphs) before it is worked on. `--memory` lists what
+is live at a call's peak, and which line allocated it. On the CPU, Inductor's
 C++ kernels appear by name (its `cpp.enable_kernel_profile`), and tessel's JIT-compiled
 kernels, which torch.profiler cannot see, are timed by tessel itself
 (`profile_kernels`: a mark after each kernel), each with what it computes and on which
@@ -26,6 +28,7 @@ import copy
 import cProfile
 import functools
 import io
+import linecache
 import pstats
 import statistics
 import time
@@ -86,6 +89,45 @@ def host_profile_lines(call, calls: int, top: int) -> list[str]:
     start = next(i for i, line in enumerate(lines) if "ncalls" in line)
     return ["  host functions by own time, over all calls:"] + [
         "    " + line.strip()[:150] for line in lines[start:] if line.strip()]
+
+
+def peak_memory_lines(call, top: int) -> list[str]:
+    """The allocations live at the peak of one CUDA call (after three warm-up calls),
+    largest first, each with the line of generated code (a host program's, Inductor's
+    wrapper's) or of the model that allocated it: where a peak above Inductor's comes
+    from. What was allocated before the call (weights, inputs) is not counted."""
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+    try:
+        result = call()
+        torch.cuda.synchronize()
+        del result
+        events = torch.cuda.memory._snapshot()["device_traces"][0]
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    live: dict[int, dict] = {}
+    total = peak = 0
+    at_peak: list[dict] = []
+    for event in events:
+        if event["action"] == "alloc":
+            live[event["addr"]] = event
+            total += event["size"]
+            if total > peak:
+                peak, at_peak = total, list(live.values())
+        elif event["action"] == "free_completed" and event["addr"] in live:
+            total -= live.pop(event["addr"])["size"]
+    lines = [f"  peak of the call: {peak / 2**20:.1f} MiB in {len(at_peak)} allocations"]
+    for event in sorted(at_peak, key=lambda e: -e["size"])[:top]:
+        frame = next((f for f in event["frames"] if "host program" in f["filename"]
+                      or "torchinductor" in f["filename"]), None) or \
+            next((f for f in event["frames"] if f["filename"].endswith(".py")
+                  and "/torch/" not in f["filename"]), {"filename": "?", "line": 0})
+        code = linecache.getline(frame["filename"], frame["line"]).strip()
+        lines.append(f"  {event['size'] / 2**20:9.1f} MiB  {frame['filename'].split('/')[-1]}"
+                     f":{frame['line']}  {code[:110]}")
+    return lines
 
 
 def summary_lines(events, device: str, calls: int, top: int) -> list[str]:
@@ -160,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--host", action="store_true",
                         help="also cProfile the host's Python functions of each call")
+    parser.add_argument("--memory", action="store_true",
+                        help="also list the allocations live at one CUDA call's peak")
     parser.add_argument("--kind", choices=catalog.KINDS, default="forward",
                         help="an inference call (default), generate() or a training step")
     parser.add_argument("--mode", choices=MODES, default="default",
@@ -190,6 +234,8 @@ def main(argv: list[str] | None = None) -> None:
                 kernels = tessel_kernel_lines(args.calls, args.top)
                 wall, returned = wall_ms(call, max(args.calls, 10), args.device)
                 host = host_profile_lines(call, args.calls, args.top) if args.host else []
+                if args.memory and not cpu:
+                    host += peak_memory_lines(call, args.top)
             timing = f" {wall:.3f} ms a call (median, unprofiled)"
             if not cpu:
                 timing += f", returns after {returned:.3f} ms (the host's share)"

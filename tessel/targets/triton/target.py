@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import linecache
 import logging
 import re
 from dataclasses import asdict
@@ -251,8 +252,11 @@ class TritonTarget(Target):
                      "scatter": host_program.scatter,
                      "RuntimeCheckFailed": RuntimeCheckFailed,
                      **vars(_load_kernels(module_source))}
-        exec(compile(host_source, f"<tessel host program {stages.dump.graph_name}>", "exec"),
-             namespace)
+        filename = f"<tessel host program {stages.dump.graph_name}>"
+        # Tracebacks and memory snapshots then show the host program's lines.
+        linecache.cache[filename] = (len(host_source), None, host_source.splitlines(True),
+                                     filename)
+        exec(compile(host_source, filename, "exec"), namespace)
         launchers = {name: value for name, value in namespace.items()
                      if isinstance(value, KernelLauncher)}
         for name, (configuration, cubin) in entry.get("cubins", {}).items():
