@@ -56,6 +56,7 @@ from torch import nn
 from torch.utils._pytree import tree_leaves
 
 import tessel
+from tessel.targets.cpu.freed_memory import keep_freed_memory
 
 # Per device type, the backends in the order they run and appear in the report.
 BACKENDS = {
@@ -540,6 +541,21 @@ def package_version(name: str) -> str:
         return "not installed"
 
 
+def one_malloc_policy(device: str) -> str:
+    """Give every backend's process on the CPU the malloc policy that tessel's CPU target
+    sets at its first compile (targets/cpu/freed_memory.py: glibc keeps freed memory),
+    and say which policy the process runs under.
+
+    Eager and Inductor allocate large tensors at every call too, and under glibc's
+    default they fault in fresh zeroed pages each time: eager timed in an mlir row's
+    process, after the compile, ran faster than in an Inductor row's, which skewed every
+    ratio over eager (benchmarks/README.md). PyTorch's CPU launcher
+    (torch.backends.xeon.run_cpu) likewise runs every backend under one allocator."""
+    if torch.device(device).type != "cpu":
+        return "caching allocator (CUDA)"
+    return "glibc, freed memory kept (mallopt)" if keep_freed_memory() else "default"
+
+
 def environment(device: str, threads: int, repeats: int) -> dict:
     env = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -737,6 +753,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-cold-")
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-cold-")
     env = environment(args.device, args.threads, args.repeats)
+    env["malloc"] = one_malloc_policy(args.device)
     env["first calls"] = ("Inductor with a warm on-disk cache" if args.warm_inductor_cache
                           else "cold: empty Inductor, tessel and Triton cache directories")
     env["scheduling"] = ("SCHED_FIFO (chrt)" if os.sched_getscheduler(0) == os.SCHED_FIFO

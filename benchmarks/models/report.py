@@ -122,7 +122,8 @@ def header(rows: list[dict]) -> list[str]:
              f"- commit: {commit}",
              f"- gpu: {distinct(rows, lambda r: r.get('env', {}).get('gpu'))}",
              f"- cpu: {distinct(rows, lambda r: r.get('env', {}).get('cpu'))}",
-             f"- python: {distinct(rows, lambda r: r.get('env', {}).get('python'))}"]
+             f"- python: {distinct(rows, lambda r: r.get('env', {}).get('python'))}",
+             f"- malloc: {distinct(rows, lambda r: r.get('env', {}).get('malloc', 'unrecorded'))}"]
     lines += [f"- {name}: {distinct(rows, lambda r: r.get('env', {}).get(name))}"
               for name in VERSIONS]
     loads = [r["env"]["load_average"] for r in rows if "load_average" in r.get("env", {})]

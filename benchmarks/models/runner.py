@@ -24,6 +24,7 @@ from benchmarks.models.forward import run_forward
 from benchmarks.models.generation import run_generate
 from benchmarks.models.interpreter_rounding import rounding_bfloat16_to_nearest_even
 from benchmarks.models.train import run_train
+from benchmarks.run import one_malloc_policy
 
 BACKENDS = ("inductor", "mlir")
 MODES = ("default", "reduce-overhead")
@@ -57,7 +58,8 @@ def run_row(name: str, backend: str, mode: str = "default", device: str = "cpu",
     row = measure.Row(row_file, model=name, source=spec.source, kind=kind, backend=backend,
                       mode=mode, device=torch.device(device).type, dtype=dtype, tiny=tiny,
                       options=options, warmup=warmup, repeats=repeats,
-                      env=measure.environment(device))
+                      env={**measure.environment(device),
+                           "malloc": one_malloc_policy(device)})
     row.phase("build")
     with rounding_bfloat16_to_nearest_even():
         RUNS[kind](spec, row, backend, mode, device, measure.DTYPES[dtype], options, tiny,
