@@ -2275,6 +2275,21 @@ def test_a_pointwise_kernel_writes_its_result_over_a_dead_input(tmp_path):
     assert f"{taken[1]} = torch.mm(" in host, host
 
 
+def test_a_half_convolution_s_bias_and_activation_write_over_its_result(tmp_path):
+    """aten returns a half convolution's result in half (the IR accumulates in f32):
+    the kernel that adds its bias and applies the ReLU writes over it all the same."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).bfloat16().eval()
+    x = torch.randn(2, 3, 10, 10).bfloat16()
+    with torch.no_grad():
+        # the bias added in f32 and rounded once, where eager's convolution rounds twice
+        torch.testing.assert_close(compile_triton(model, tmp_path / "dump")(x), model(x),
+                                   atol=1e-2, rtol=2e-2)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    (taken,) = _overwritten(host)
+    assert f"{taken[1]} = torch.convolution(" in host, host
+
+
 @pytest.mark.parametrize("fn", [
     lambda x, w: (torch.relu(x @ w), x @ w),        # the gemm's result is returned
     lambda x, w: torch.relu(x @ w).t() + (x @ w),    # read again, transposed
@@ -2739,3 +2754,16 @@ def test_a_pooling_kernel_reads_its_padded_image_through_masked_loads(pool, tmp_
     kernels, host = checked_against_eager(fn, torch.randn(2, 3, 7, 7), tmp_path / "dump")
     assert "functional.pad" not in host
     assert re.search(r"tl\.load\(in\d+ \+ .*other=", kernels)
+
+
+@pytest.mark.parametrize("size, padded", [(15, False), (14, True)], ids=["windows-fit", "windows-past"])
+def test_a_ceil_mode_pooling_pads_only_where_its_windows_pass_the_image(size, padded, tmp_path):
+    """A ceil-mode max pooling pads its image at the end, then slices it to the extent
+    of its windows (torch-mlir's lowering). Where the windows end inside the image
+    (SqueezeNet's pools), the slice is of the image itself, and nothing is padded: the
+    host had padded a copy of the image with -inf every call, and held both at once."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 1), torch.nn.ReLU(),
+                                torch.nn.MaxPool2d(3, 2, ceil_mode=True))
+    _, host = checked_against_eager(model.eval(), torch.randn(2, 3, size, size),
+                                    tmp_path / "dump")
+    assert ("functional.pad" in host) == padded, host

@@ -46,7 +46,7 @@ from tessel.targets.triton.in_place_writes import overwritable_inputs
 from tessel.targets.triton.kernel_source import KernelSource
 from tessel.targets.triton.launcher import dry_running
 from tessel.targets.triton.op_table import CMPI_OPERATORS, CMPI_PREDICATES
-from tessel.targets.triton.padded_reads import pad_literal
+from tessel.targets.triton.padded_reads import pad_literal, padding_of
 from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import fill_constant
 
@@ -560,8 +560,9 @@ class _HostWriter:
                 self.pad(op)
         elif op.name == "tensor.extract_slice":
             with self.reading() as reads:
-                expression, layout = self.slice(op)
-            self.view(op.results[0], op.operands[0], expression, reads, layout)
+                unpadded = self.unpadded_slice(op)
+                source, (expression, layout) = unpadded or (op.operands[0], self.slice(op))
+            self.view(op.results[0], source, expression, reads, layout)
         elif op.name == "tensor.insert_slice":
             self.insert_slice(op)
         elif op.name == "tensor.concat":
@@ -674,7 +675,17 @@ class _HostWriter:
                      for value in self.kernels[kernel_name(member)].inputs}
         return tuple(self.names[value] for value in overwritable_inputs(op).get(index, [])
                      if value not in elsewhere and value in self.names
-                     and self.narrowed.get(value, element_name(value)) == element)
+                     and self.stored_element(value) == element)
+
+    def stored_element(self, value: ir.Value) -> str:
+        """The element type the host holds `value` in: its narrowed type, or a
+        convolution's image's (aten returns that; the IR accumulates in f32), or its own."""
+        owner = ir.operation_of(value.owner)
+        if owner is not None and owner.name == "tkern.library_call":
+            contraction = owner.regions[0].blocks[0].operations[0].operation
+            if contraction.name in (*_ATEN_CONVOLUTIONS, GROUPED_CONVOLUTION):
+                return element_name(contraction.operands[0])
+        return self.narrowed.get(value, element_name(value))
 
     def _strides(self, value: ir.Value, shape: list[int]) -> tuple[int, ...]:
         """The strides of a new buffer of static `shape` for `value`: those eager returns
@@ -1109,6 +1120,29 @@ class _HostWriter:
                                      for v in values):
             return view, None
         return view, strided_views.viewed(strided_views.sliced(layout, *per_dim), tuple(shape))
+
+    def unpadded_slice(self, op: ir.Operation
+                       ) -> tuple[ir.Value, tuple[str, strided_views.Layout | None]] | None:
+        """A static tensor.extract_slice of a pad that reads none of the padding (a
+        ceil-mode pooling's image, padded at the end for windows past it, then sliced
+        back to the windows' extent, often the image itself) as that slice of the pad's
+        source, which the host then need not pad; else None."""
+        padding = padding_of(op.operands[0])
+        per_dim = ir.mixed_values(op, ("static_offsets", "static_sizes", "static_strides"), 1)
+        if padding is None or not all(isinstance(v, int) for values in per_dim for v in values) \
+                or ir.ShapedType(op.results[0].type).rank != len(padding.low):
+            return None
+        source_shape = ir.ShapedType(padding.source.type).shape
+        offsets = [offset - low for offset, low in zip(per_dim[0], padding.low)]
+        if any(offset < 0 or offset + (size - 1) * step >= extent for offset, size, step, extent
+               in zip(offsets, per_dim[1], per_dim[2], source_shape)):
+            return None
+        source = self.name_of(padding.source)
+        items = ", ".join(f"{offset}:{offset + (size - 1) * step + 1}" + (f":{step}" if step != 1 else "")
+                          for offset, size, step in zip(offsets, *per_dim[1:]))
+        layout = self.layouts.get(source)
+        return padding.source, (f"{source}[{items}]", layout and strided_views.sliced(
+            layout, offsets, per_dim[1], per_dim[2]))
 
     def insert_slice(self, op: ir.Operation) -> None:
         """tensor.insert_slice as a copy of the destination with the source copied into a

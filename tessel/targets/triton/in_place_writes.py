@@ -6,8 +6,10 @@ Overwriting is safe where every point of the input is read, before it is overwri
 by the program that overwrites it: the kernel is one all-parallel linalg.generic (a
 pointwise kernel, each program loading its points and then storing them) that reads the
 input only as an operand through the result's own indexing map, never gathered at other
-points. Whether the input is dead after the launch and laid out as the result is the
-host program's buffer plan to decide (host_records.writing_in_place).
+points. Whether the input is dead after the launch, held in the result's element type
+and laid out as the result is for the host program to decide (its element type may not
+be the IR's: a half convolution's result is f32 in the IR) and its buffer plan
+(host_records.writing_in_place).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def overwritable_inputs(kernel: ir.Operation) -> dict[int, list[ir.Value]]:
         overwritable[index] = [
             value for position, value in enumerate(inputs)
             if inputs.index(value) == position and value not in gathered
-            and value.type == result.type
+            and isinstance(value.type, ir.RankedTensorType)
+            and ir.ShapedType(value.type).shape == ir.ShapedType(result.type).shape
             and all(maps[p] == written for p, v in enumerate(inputs) if v == value)]
     return overwritable
