@@ -39,6 +39,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.models import catalog, generation, measure, train
 from benchmarks.models.runner import MODES, find_spec
+from benchmarks.run import one_malloc_policy
 from tessel.targets.cpu import kernel_timer
 
 
@@ -212,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     cpu = args.device == "cpu"
+    one_malloc_policy(args.device)  # as the suite's rows run (benchmarks/run.py)
     inductor_config.cpp.enable_kernel_profile = cpu
     dtype_name = args.dtype or ("fp32" if cpu else "bf16")
     dtype = measure.DTYPES[dtype_name]
