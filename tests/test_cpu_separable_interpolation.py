@@ -4,6 +4,8 @@ index_select instead of gathering every corner of every output point with aten.i
 a dim whose size and scale do not change is no pass at all, and every result matches
 eager's."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -75,3 +77,21 @@ def test_differentiated_interpolation_keeps_pytorchs_form(tmp_path):
     assert_compiled()
     assert "aten.index_select" not in "".join(
         graph.read_text() for graph in tmp_path.glob("*/*decomposed_graph.py"))
+
+
+def test_a_channels_last_map_is_interpolated_in_memory_order(tmp_path):
+    """SegFormer's decode head upsamples token rows viewed as a [N, C, H, W] map, which
+    is channels-last in memory: each pass blends whole rows of channels (the spatial
+    dims of [N, H, W, C] are 1 and 2), and the result is channels-last, as eager's."""
+    def head(tokens):
+        x = tokens.permute(0, 2, 1).reshape(2, 8, 6, 10)
+        return F.interpolate(x, size=(24, 40), mode="bilinear", align_corners=False) * 2
+
+    compiled = torch.compile(head, backend="mlir", options={"dump_dir": str(tmp_path)})
+    tokens = torch.randn(2, 60, 8)
+    result, expected = compiled(tokens), head(tokens)
+    torch.testing.assert_close(result, expected, rtol=1e-5, atol=1e-5)
+    assert result.stride() == expected.stride()
+    assert_compiled()
+    dims = re.findall(r"aten\.index_select\.default\(\w+, (\d+),", _decomposed_graph(tmp_path))
+    assert sorted(set(dims)) == ["1", "2"], dims

@@ -53,16 +53,26 @@ def _interpolate_dim(x: torch.Tensor, dim: int, out_size: int, align_corners: bo
 def upsample_linear_by_dims(x: torch.Tensor, output_size, align_corners: bool,
                             scales) -> torch.Tensor:
     """aten.upsample_{linear1d,bilinear2d,trilinear3d} of a floating-point `x`, one
-    pass a spatial dim, the last dim first."""
+    pass a spatial dim, the last dim first, in `x`'s memory order; the result laid out
+    as eager lays it out (channels-last for a channels-last `x`)."""
     compute = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-    result = x.to(compute)
-    spatial = x.dim() - len(output_size)
+    memory_format = suggest_memory_format(x)
+    # A channels-last map is interpolated as it is laid out, [N, H, W, C]: each pass
+    # blends whole rows of channels, and the passes read and write them in memory
+    # order (SegFormer's decode head upsamples its MLPs' token rows so; in [N, C, H, W]
+    # order, the last pass wrote every channel of a point across memory).
+    order = list(range(x.dim()))
+    if memory_format in (torch.channels_last, torch.channels_last_3d):
+        order = [0, *range(2, x.dim()), 1]
+    laid_out = result = x.to(compute).permute(order)
+    spatial = order.index(2)
     for offset in reversed(range(len(output_size))):
         result = _interpolate_dim(result, spatial + offset, output_size[offset],
                                   align_corners, scales[offset])
-    if result is x:
-        result = x.clone()
-    return result.to(x.dtype).contiguous(memory_format=suggest_memory_format(x))
+    if result is laid_out:  # every pass the identity: a new tensor all the same
+        result = result.clone()
+    result = result.permute([order.index(d) for d in range(x.dim())])
+    return result.to(x.dtype).contiguous(memory_format=memory_format)
 
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
