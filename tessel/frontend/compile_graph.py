@@ -45,6 +45,7 @@ from tessel.frontend.lift_constants import lifted_constants, passing_constants
 from tessel.frontend.native_ops import native_ops_in
 from tessel.frontend.partition import target_names
 from tessel.frontend.permuted_inputs import permuting_inputs
+from tessel.frontend.permuted_results import permuting_results
 from tessel.frontend.prepare_graph import UnsupportedGraph, prepare_graph
 from tessel.frontend.run_time import checking_indices, replayed
 from tessel.frontend.saved_layouts import (
@@ -230,7 +231,9 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
     with stages.timed("prepare"):
         target = get_target(resolve_target(options, input_values(gm)))
         prepared = rewrite_dynamic_views(allocate_empty_values(mutations_as_results(gm)))
-        prepared, orders = permuting_inputs(prepared, target.reads_strided_inputs)
+        prepared, orders = permuting_inputs(prepared, target.strided_tensors)
+        if not target.strided_tensors:
+            prepared = permuting_results(prepared)
         any_layout = saved.positions if saved is not None else frozenset()
         import_module, signature = prepare_graph(prepared, target.devices(), mutated_inputs(gm),
                                                  any_layout)

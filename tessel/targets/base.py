@@ -36,10 +36,11 @@ class Target(ABC):
     default_pipeline: ClassVar[str]
     # Whether compiled graphs can be stored on disk (see load_cached).
     caches_graphs: ClassVar[bool] = False
-    # Whether compiled code reads inputs through their strides; where not, the host
-    # program gets them contiguous (frontend/permuted_inputs.py); where so, it gets in
-    # memory order only those that the graph permutes into it.
-    reads_strided_inputs: ClassVar[bool] = False
+    # Whether compiled code reads inputs and writes results through their strides;
+    # where not, the host program gets inputs contiguous (frontend/permuted_inputs.py)
+    # and results eager lays out permuted in memory order (permuted_results.py); where
+    # so, it gets in memory order only the inputs that the graph permutes into it.
+    strided_tensors: ClassVar[bool] = False
 
     @staticmethod
     def devices() -> frozenset[str]:

@@ -160,7 +160,7 @@ class TritonTarget(Target):
     name: ClassVar[str] = "triton"
     default_pipeline: ClassVar[str] = "gpu"
     caches_graphs: ClassVar[bool] = True
-    reads_strided_inputs: ClassVar[bool] = True
+    strided_tensors: ClassVar[bool] = True
 
     @staticmethod
     def devices() -> frozenset[str]:
