@@ -1138,7 +1138,8 @@ class _HostWriter:
                in zip(offsets, per_dim[1], per_dim[2], source_shape)):
             return None
         source = self.name_of(padding.source)
-        items = ", ".join(f"{offset}:{offset + (size - 1) * step + 1}" + (f":{step}" if step != 1 else "")
+        items = ", ".join(f"{offset}:{offset + (size - 1) * step + 1}"
+                          + (f":{step}" if step != 1 else "")
                           for offset, size, step in zip(offsets, *per_dim[1:]))
         layout = self.layouts.get(source)
         return padding.source, (f"{source}[{items}]", layout and strided_views.sliced(

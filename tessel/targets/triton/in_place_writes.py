@@ -22,10 +22,12 @@ def overwritable_inputs(kernel: ir.Operation) -> dict[int, list[ir.Value]]:
     """Result index -> the inputs of `kernel` (main's values) that its result may be
     written over."""
     generic = sole_generic(kernel)
-    if generic is None or \
-            ir.StringAttr(ir.DictAttr(kernel.attributes["tessel.gpu"])["kind"]).value != "pointwise":
+    if generic is None:
         return {}
-    if not all("parallel" in str(kind) for kind in ir.ArrayAttr(generic.attributes["iterator_types"])):
+    decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
+    loops = ir.ArrayAttr(generic.attributes["iterator_types"])
+    if ir.StringAttr(decision["kind"]).value != "pointwise" or \
+            not all("parallel" in str(kind) for kind in loops):
         return {}
     if list(kernel_body(kernel)[-1].operands) != list(generic.results):
         return {}
