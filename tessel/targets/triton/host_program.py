@@ -385,6 +385,19 @@ def _pads_read_in_kernels(ops: list[ir.Operation], kernels: dict[str, KernelSour
                 for reader in readers[op.results[0]]))
 
 
+def _slice_items(offsets: list, sizes: list, steps: list) -> str:
+    """The `a:b:s, ...` index of a slice, per dim from its offset, size and step (ints,
+    or host Python expressions)."""
+    items = []
+    for offset, size, step in zip(offsets, sizes, steps):
+        if all(isinstance(v, int) for v in (offset, size, step)):
+            end = offset + (size - 1) * step + 1
+        else:
+            end = f"{offset} + ({size} - 1) * {step} + 1"
+        items.append(f"{offset}:{end}" + (f":{step}" if step != 1 else ""))
+    return ", ".join(items)
+
+
 def _conv_padding(pad: ir.Operation) -> tuple[int, int] | None:
     """(height, width) padding when `pad` pads only the spatial dims of an NCHW image
     (or a grouped NGCHW one), evenly, with zeros, for convolutions alone; else None."""
@@ -665,17 +678,18 @@ class _HostWriter:
         self.layouts[name] = strided_views.Layout(tuple(shape), stride)
         return name
 
-    def overwritable(self, op: ir.Operation, index: int, element: str) -> tuple[str, ...]:
-        """The names of the inputs that result `index` of kernel `op` may be written over
-        (in_place_writes.py): held in its `element` type, and in a combo, read by no
-        other member, which may run at the same time."""
+    def overwritable(self, op: ir.Operation, kernel: KernelSource) -> dict[int, tuple[str, ...]]:
+        """Result index -> the names of the inputs that result of kernel `op` may be
+        written over (in_place_writes.py): held in the result's element type, and in a
+        combo, read by no other member, which may run at the same time."""
         members = self.combo_members.get(ir.StringAttr(op.attributes[COMBO]).value, []) \
             if COMBO in op.attributes else []
         elsewhere = {value for member in members if member != op
                      for value in self.kernels[kernel_name(member)].inputs}
-        return tuple(self.names[value] for value in overwritable_inputs(op).get(index, [])
-                     if value not in elsewhere and value in self.names
-                     and self.stored_element(value) == element)
+        return {index: tuple(self.names[value] for value in inputs
+                             if value not in elsewhere and value in self.names
+                             and self.stored_element(value) == kernel.results[index].element)
+                for index, inputs in overwritable_inputs(op).items()}
 
     def stored_element(self, value: ir.Value) -> str:
         """The element type the host holds `value` in: its narrowed type, or a
@@ -844,6 +858,7 @@ class _HostWriter:
         with self.reading() as reads:
             inputs = [self.name_of(value) for value in kernel.inputs]
         outputs = []
+        overwritable = self.overwritable(op, kernel)
         for result, buffer in zip(op.results, kernel.results):
             if buffer.initial is not None:
                 outputs.append(self.starting_from(result, buffer.initial))
@@ -853,9 +868,8 @@ class _HostWriter:
             if result in self.in_place:
                 outputs.append(self.input_as_buffer(result, shape, buffer.element))
             else:
-                outputs.append(self.allocate(
-                    result, shape, buffer.element, shape_reads,
-                    self.overwritable(op, len(outputs), buffer.element)))
+                outputs.append(self.allocate(result, shape, buffer.element, shape_reads,
+                                             overwritable.get(len(outputs), ())))
         reads += outputs
         ranks = [value.type.rank for value in kernel.inputs] + \
             [len(buffer.shape) for buffer in kernel.results]
@@ -1138,10 +1152,8 @@ class _HostWriter:
                in zip(offsets, per_dim[1], per_dim[2], source_shape)):
             return None
         source = self.name_of(padding.source)
-        items = ", ".join(f"{offset}:{offset + (size - 1) * step + 1}"
-                          + (f":{step}" if step != 1 else "")
-                          for offset, size, step in zip(offsets, *per_dim[1:]))
         layout = self.layouts.get(source)
+        items = _slice_items(offsets, *per_dim[1:])
         return padding.source, (f"{source}[{items}]", layout and strided_views.sliced(
             layout, offsets, per_dim[1], per_dim[2]))
 
@@ -1162,14 +1174,7 @@ class _HostWriter:
         main's values from operand `first_dynamic` on), and its sizes."""
         per_dim = [[self.name_or_literal(v) for v in values] for values in ir.mixed_values(
             op, ("static_offsets", "static_sizes", "static_strides"), first_dynamic)]
-        items = []
-        for offset, size, step in zip(*per_dim):
-            if all(isinstance(v, int) for v in (offset, size, step)):
-                end = offset + (size - 1) * step + 1
-            else:
-                end = f"{offset} + ({size} - 1) * {step} + 1"
-            items.append(f"{offset}:{end}" + (f":{step}" if step != 1 else ""))
-        return ", ".join(items), per_dim[1]
+        return _slice_items(*per_dim), per_dim[1]
 
     def pad(self, op: ir.Operation) -> None:
         """tensor.pad with a constant, as torch.nn.functional.pad (last dim first); a
