@@ -161,3 +161,33 @@ def test_a_mobilenet_block_runs_channels_last(tmp_path):
     text = kernels.read_text()
     assert text.count("linalg.conv_2d_nhwc_fhwc") == 2
     assert "tensor<2x24x20x20xf32>" not in text and "tensor<2x20x20x24xf32>" in text
+
+
+class ResidualBlock(torch.nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.branch = torch.nn.Sequential(
+            torch.nn.Conv2d(width, width, 1, bias=False), torch.nn.BatchNorm2d(width),
+            torch.nn.ReLU(), torch.nn.Conv2d(width, width, 1, bias=False),
+            torch.nn.BatchNorm2d(width))
+
+    def forward(self, x):
+        return torch.relu(self.branch(x) + x)
+
+
+def test_a_residual_stream_runs_channels_last(tmp_path):
+    """read-transposed-copies: the stream between residual blocks is read by the next
+    block's convolution (NHWC) and by its add; the add reads the NHWC copy, so the
+    stream is written NHWC only, never as an [N, C, H, W] image."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 1), ResidualBlock(16),
+                                ResidualBlock(16), torch.nn.Conv2d(16, 4, 1)).eval()
+    compiled = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        x = torch.randn(2, 8, 10, 10)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert_compiled()
+    (kernels,) = tmp_path.glob("*/*cpu-fuse.mlir")
+    text = kernels.read_text()
+    assert text.count("linalg.conv_2d_nhwc_fhwc") == 6
+    assert "tensor<2x16x10x10xf32>" not in text and "tensor<2x10x10x16xf32>" in text

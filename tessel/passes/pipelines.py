@@ -39,9 +39,10 @@ register_pipeline(
     # oneDNN; on larger maps they won. The others become im2col + gemm.
     "convolutions-to-gemm{library-elements=f32 library-depthwise-pixels=196 library-pointwise=1},"
     # oneDNN's convolutions run channels-last; element-wise fusion folds the transposes
-    # around them into their neighbours.
+    # around them into their neighbours, once the other readers of a transposed image
+    # read its copy.
     "channels-last-convolutions,"
-    "fold-transposes-into-matmul,canonicalize,"
+    "fold-transposes-into-matmul,canonicalize,read-transposed-copies,"
     # Gemms stay whole BLAS calls on the CPU: one multi-threaded call per gemm measured
     # ~10% faster than one single-threaded call per row block with its epilogue fused
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.

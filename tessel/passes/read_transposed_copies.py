@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tessel import ir
+from tessel.passes.registry import ModulePass, register
+
+
+def _is_elementwise(op: ir.Operation | None) -> bool:
+    """An all-parallel linalg.generic that writes its one result in loop order."""
+    if op is None or op.name != "linalg.generic" or len(op.results) != 1:
+        return False
+    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    return all(t == parallel for t in ir.ArrayAttr(op.attributes["iterator_types"])) and \
+        ir.is_identity_map(ir.indexing_maps(op)[-1])
+
+
+def _readers(value: ir.Value) -> list[tuple[ir.Operation, int]]:
+    return [(ir.operation_of(use.owner), use.operand_number) for use in value.uses]
+
+
+def _permutation(transpose: ir.Operation) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(transpose.attributes["permutation"]))
+
+
+def _merge_twins(module: ir.Operation) -> None:
+    """One transpose per source and permutation (CSE has not run yet): the first."""
+    first: dict = {}
+    for transpose in ir.ops_where(module, lambda op: op.name == "linalg.transpose"):
+        key = (transpose.operands[0], tuple(_permutation(transpose)))
+        if key in first:
+            transpose.results[0].replace_all_uses_with(first[key].results[0])
+            transpose.erase()
+        else:
+            first[key] = transpose
+
+
+@register
+@dataclass(frozen=True)
+class ReadTransposedCopiesPass(ModulePass):
+    """read-transposed-copies: where an element-wise result is transposed for one
+    reader, its other readers (linalg.generics) read the transposed copy, through
+    their maps composed with the permutation.
+
+    channels-last-convolutions transposes a convolution's image to NHWC, and elementwise
+    fusion folds that transpose into the image's producer, so that the producer writes
+    NHWC, but only where the transpose is the producer's sole reader. A ResNet's
+    residual stream has two: the next block's first convolution (through its transpose)
+    and the residual add at the block's end. So the stream was written NCHW, copied to
+    NHWC by a transposing kernel, and every add read one operand across memory (the
+    convolution's NHWC result) to write the other layout. Once the add reads the
+    transposed copy, the transpose is the producer's one reader, the producer writes
+    NHWC, and so, block after block, does the whole stream. Same values, same number
+    of reads: only their layout changes.
+    """
+
+    name: ClassVar[str] = "read-transposed-copies"
+
+    def run(self, module: ir.Operation) -> None:
+        _merge_twins(module)
+        for transpose in ir.ops_where(module, lambda op: op.name == "linalg.transpose"):
+            source = transpose.operands[0]
+            if _is_elementwise(ir.operation_of(source.owner)):
+                self._redirect(source, transpose)
+
+    @staticmethod
+    def _redirect(source: ir.Value, transpose: ir.Operation) -> None:
+        others = [(op, number) for op, number in _readers(source) if op != transpose]
+        if not others or any(op.name != "linalg.generic" or number >= len(op.operands)
+                             - len(op.results) for op, number in others):
+            return
+        init = ir.operation_of(transpose.operands[1].owner)
+        if init is None or init.name != "tensor.empty" or len(init.operands):
+            return
+        # The readers may come before the transpose: it moves up to its source.
+        producer = ir.operation_of(source.owner)
+        transpose.move_after(producer)
+        init.move_after(producer)
+        permutation = _permutation(transpose)
+        copy = transpose.results[0]
+        for reader, number in others:
+            maps = ir.indexing_maps(reader)
+            read = maps[number]
+            # The copy's element k is the source's element l with l[p[i]] = k[i].
+            maps[number] = ir.AffineMap.get(read.n_dims, read.n_symbols,
+                                            [read.results[p] for p in permutation])
+            reader.attributes["indexing_maps"] = ir.ArrayAttr.get(
+                [ir.AffineMapAttr.get(m) for m in maps])
+            reader.operands[number] = copy
