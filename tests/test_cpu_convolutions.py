@@ -138,6 +138,18 @@ def test_depthwise_convolution_on_rows_runs_channels_last(tmp_path):
     assert "tensor<2x16x17x18xf32>" not in fused.read_text()
 
 
+def fused_ir_matching_eager(model, images: list, tmp_path) -> str:
+    """`model` compiled with a dump: each of `images` gives eager's result, and the
+    compiled path ran; the kernels' IR (cpu-fuse's output)."""
+    compiled = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        for x in images:
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert_compiled()
+    (kernels,) = tmp_path.glob("*/*cpu-fuse.mlir")
+    return kernels.read_text()
+
+
 def test_a_mobilenet_block_runs_channels_last(tmp_path):
     """channels-last-convolutions: oneDNN runs the block's library convolutions on
     NHWC views, its depthwise convolution is a loop over NHWC, and the batch norms
@@ -151,14 +163,7 @@ def test_a_mobilenet_block_runs_channels_last(tmp_path):
     for norm in (block[1], block[4]):
         norm.running_mean.normal_()
         norm.running_var.uniform_(0.5, 2.0)
-    compiled = torch.compile(block, backend="mlir", options={"dump_dir": str(tmp_path)})
-    with torch.no_grad():
-        for _ in range(2):
-            x = torch.randn(2, 8, 20, 20)
-            torch.testing.assert_close(compiled(x), block(x), rtol=1e-4, atol=1e-4)
-    assert_compiled()
-    (kernels,) = tmp_path.glob("*/*cpu-fuse.mlir")
-    text = kernels.read_text()
+    text = fused_ir_matching_eager(block, [torch.randn(2, 8, 20, 20) for _ in range(2)], tmp_path)
     assert text.count("linalg.conv_2d_nhwc_fhwc") == 2
     assert "tensor<2x24x20x20xf32>" not in text and "tensor<2x20x20x24xf32>" in text
 
@@ -182,12 +187,6 @@ def test_a_residual_stream_runs_channels_last(tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 1), ResidualBlock(16),
                                 ResidualBlock(16), torch.nn.Conv2d(16, 4, 1)).eval()
-    compiled = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path)})
-    with torch.no_grad():
-        x = torch.randn(2, 8, 10, 10)
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-    assert_compiled()
-    (kernels,) = tmp_path.glob("*/*cpu-fuse.mlir")
-    text = kernels.read_text()
+    text = fused_ir_matching_eager(model, [torch.randn(2, 8, 10, 10)], tmp_path)
     assert text.count("linalg.conv_2d_nhwc_fhwc") == 6
     assert "tensor<2x16x10x10xf32>" not in text and "tensor<2x10x10x16xf32>" in text
