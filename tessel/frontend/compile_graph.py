@@ -27,6 +27,7 @@ from tessel.errors import TesselError
 from tessel.frontend.collectives import communicates
 from tessel.frontend.common_subexpressions import without_common_subexpressions
 from tessel.frontend.complex_pairs import as_real_pairs, with_complex_boundaries
+from tessel.frontend.constant_values import folded_constants
 from tessel.frontend.cpu_norm_statistics import call_mixed_cpu_norms_as_kernels_take_them
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
@@ -192,7 +193,7 @@ def _compile(gm: torch.fx.GraphModule, options: Options, stages: Stages, kind: s
     nodes of `gm` that it is pinned on (none where nothing pins it)."""
     with stages.timed("decompose"):
         try:
-            traced = decomposed(gm)
+            traced = folded_constants(decomposed(gm))
         except DecompositionFailed as error:
             raise CompileFailure("decompose", str(error), nodes=frozenset({error.node})) from error
     stages.write("decomposed_graph.py", lambda: traced.print_readable(print_output=False))

@@ -35,7 +35,9 @@ def lifted_constants(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, li
                  else lifted.graph.inserting_before(next(iter(lifted.graph.nodes))))
         with where:
             placeholder = lifted.graph.placeholder(f"constant_{len(constants)}")
-        placeholder.meta["val"] = fake_mode.from_tensor(value) if fake_mode else value
+        # A constant's sizes are static: symbolic ones would cost the compiled code.
+        placeholder.meta["val"] = (fake_mode.from_tensor(value, static_shapes=True)
+                                   if fake_mode else value)
         original.replace_all_uses_with(placeholder)
         lifted.graph.erase_node(original)
         placeholders.append(placeholder)

@@ -1,0 +1,110 @@
+"""Tensors a graph assembles from no input, computed once when it compiles.
+
+torchvision's Swin builds each shifted-window block's attention mask in its forward
+from sizes alone: a tensor of zeros, nine slice assignments, a window partition and a
+masked fill. Decomposed, that is fills, slice_scatters and concatenations, which the
+Triton target's host program ran at every call (swin_t: 25 `torch.full`, 36 clones and
+15 `torch.cat` a call, in a row whose pace the host sets;
+benchmarks/results/profile_cuda_host.md). Such a value is the same at every call: it is
+computed here once, eagerly, and the graph reads it as a constant (lift_constants.py).
+
+Only values assembled from pieces are folded (a scatter, a concatenation, a copy into a
+slice: `_ASSEMBLING`). A value computed from indices alone (a causal mask from aranges,
+DeBERTa's relative positions) stays in the graph: a kernel computes it where it reads
+it, for less than loading it (recompute-index-values).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+aten = torch.ops.aten
+
+_ASSEMBLING = frozenset({
+    aten.slice_scatter.default, aten.select_scatter.default, aten.diagonal_scatter.default,
+    aten.as_strided_scatter.default, aten.index_put.default, aten.scatter.src,
+    aten.scatter.value, aten.scatter_add.default, aten.cat.default, aten.copy.default,
+    aten.masked_scatter.default})
+# A constant is kept for the graph's life: larger ones are computed at each call.
+_MOST_BYTES = 64 << 20
+
+
+def _is_static(value) -> bool:
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_is_static(v) for v in value)
+    return True
+
+
+def _computable(node: torch.fx.Node, constant: dict) -> bool:
+    """Whether `node` computes a value of its constant inputs alone, the same at every
+    call: a deterministic, functional aten op (or an item of one's results) of static
+    arguments. (An uninitialized tensor counts: what reads it is `full_like`, whose
+    values do not depend on it, or a read of memory that eager leaves undefined too.)"""
+    if not all(constant.get(n, False) for n in node.all_input_nodes):
+        return False
+    if node.op == "get_attr":
+        return True
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:
+        return True
+    op = node.target
+    if not isinstance(op, torch._ops.OpOverload) or op._schema.is_mutable or \
+            torch.Tag.nondeterministic_seeded in op.tags:
+        return False
+    return _is_static(node.args) and _is_static(list(node.kwargs.values()))
+
+
+def _value_of(node: torch.fx.Node, values: dict, gm: torch.fx.GraphModule):
+    if node.op == "get_attr":
+        return getattr(gm, node.target)
+    args = torch.fx.node.map_arg(node.args, values.__getitem__)
+    kwargs = torch.fx.node.map_arg(node.kwargs, values.__getitem__)
+    return node.target(*args, **kwargs)
+
+
+def folded_constants(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` (decomposed; changed in place) with each tensor that it assembles from no
+    input read from a constant computed now (see the module's doc)."""
+    constant: dict[torch.fx.Node, bool] = {}
+    assembled: dict[torch.fx.Node, bool] = {}  # the node's value needs an assembling op
+    for node in gm.graph.nodes:
+        constant[node] = _computable(node, constant)
+        assembled[node] = constant[node] and (node.target in _ASSEMBLING or any(
+            assembled[n] for n in node.all_input_nodes))
+    folds = [node for node in gm.graph.nodes if assembled[node]
+             and isinstance(value := node.meta.get("val"), torch.Tensor)
+             and _is_static(list(value.shape))
+             and value.numel() * value.element_size() <= _MOST_BYTES
+             and any(not constant[user] for user in node.users)]
+    if not folds:
+        return gm
+    values: dict[torch.fx.Node, object] = {}
+    needed = set(folds)
+    for node in reversed(gm.graph.nodes):
+        if node in needed:
+            needed.update(node.all_input_nodes)
+    try:
+        with unset_fake_temporarily(), torch.no_grad():
+            for node in gm.graph.nodes:
+                if node in needed:
+                    values[node] = _value_of(node, values, gm)
+    except Exception:  # noqa: BLE001 - a value that cannot be computed here stays
+        return gm
+    for node in folds:
+        name = next(f"_tessel_constant_{n}" for n in range(len(gm.graph.nodes) + 1)
+                    if not hasattr(gm, f"_tessel_constant_{n}"))
+        gm.register_buffer(name, values[node])
+        with gm.graph.inserting_before(node):
+            attribute = gm.graph.get_attr(name)
+        attribute.meta["val"] = node.meta["val"]
+        node.replace_all_uses_with(attribute)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm

@@ -1,0 +1,54 @@
+"""constant_values.py: a tensor a graph assembles from no input (a Swin block's
+shifted-window mask) is computed once, at compile time; the compiled graph reads it."""
+
+import torch
+
+from conftest import assert_compiled
+
+
+class ShiftedWindowMask(torch.nn.Module):
+    """torchvision's Swin mask, built in forward from the image's size alone: zeros,
+    nine slice assignments, a window partition and masked fills."""
+
+    def forward(self, x):
+        height, width = x.shape[1], x.shape[2]
+        mask = x.new_zeros((height, width))
+        count = 0
+        for rows in ((0, -4), (-4, -2), (-2, None)):
+            for columns in ((0, -4), (-4, -2), (-2, None)):
+                mask[rows[0]:rows[1], columns[0]:columns[1]] = count
+                count += 1
+        mask = mask.view(height // 4, 4, width // 4, 4).permute(0, 2, 1, 3).reshape(-1, 16)
+        mask = mask.unsqueeze(1) - mask.unsqueeze(2)
+        mask = mask.masked_fill(mask != 0, -100.0).masked_fill(mask == 0, 0.0)
+        windows = x.view(x.shape[0], height // 4, 4, width // 4, 4, x.shape[3])
+        windows = windows.permute(0, 1, 3, 2, 4, 5).reshape(x.shape[0], -1, 16, x.shape[3])
+        scores = windows @ windows.transpose(-2, -1) + mask
+        return scores.softmax(-1) @ windows
+
+
+def test_a_mask_made_from_sizes_is_computed_once(tmp_path):
+    model, x = ShiftedWindowMask(), torch.randn(2, 8, 8, 6)
+    compiled = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path)})
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), model(x))
+    assert_compiled()
+    (imported,) = tmp_path.glob("*/*torch.mlir")
+    text = imported.read_text()
+    # No slice_scatter is left to run at each call: the mask is an input of the code.
+    assert "slice_scatter" not in text and "vtensor<[4,16,16],f32>" in text
+
+
+def test_a_value_of_indices_alone_stays_in_the_graph(tmp_path):
+    """A causal mask from aranges costs kernels less to compute than to load."""
+    def causal(x):
+        rows = torch.arange(x.shape[-2])
+        mask = (rows[:, None] >= rows[None, :]).float()
+        return x * mask
+
+    compiled = torch.compile(causal, backend="mlir", options={"dump_dir": str(tmp_path)})
+    x = torch.randn(3, 5, 5)
+    torch.testing.assert_close(compiled(x), causal(x))
+    assert_compiled()
+    (imported,) = tmp_path.glob("*/*torch.mlir")
+    assert "arange" in imported.read_text()
