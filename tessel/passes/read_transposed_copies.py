@@ -25,14 +25,16 @@ def _permutation(transpose: ir.Operation) -> list[int]:
 
 
 def _merge_twins(module: ir.Operation) -> None:
-    """One transpose per source and permutation (CSE has not run yet): the first."""
+    """One transpose per source and permutation in a block (CSE has not run yet): the
+    first, which the others follow."""
     first: dict = {}
     for transpose in ir.ops_where(module, lambda op: op.name == "linalg.transpose"):
         key = (transpose.operands[0], tuple(_permutation(transpose)))
-        if key in first:
-            transpose.results[0].replace_all_uses_with(first[key].results[0])
+        twin = first.get(key)
+        if twin is not None and twin.block == transpose.block:
+            transpose.results[0].replace_all_uses_with(twin.results[0])
             transpose.erase()
-        else:
+        elif twin is None:
             first[key] = transpose
 
 
