@@ -4,16 +4,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.fuse_returned_producers import elementwise
 from tessel.passes.registry import ModulePass, register
-
-
-def _is_elementwise(op: ir.Operation | None) -> bool:
-    """An all-parallel linalg.generic that writes its one result in loop order."""
-    if op is None or op.name != "linalg.generic" or len(op.results) != 1:
-        return False
-    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
-    return all(t == parallel for t in ir.ArrayAttr(op.attributes["iterator_types"])) and \
-        ir.is_identity_map(ir.indexing_maps(op)[-1])
 
 
 def _readers(value: ir.Value) -> list[tuple[ir.Operation, int]]:
@@ -63,7 +55,8 @@ class ReadTransposedCopiesPass(ModulePass):
         _merge_twins(module)
         for transpose in ir.ops_where(module, lambda op: op.name == "linalg.transpose"):
             source = transpose.operands[0]
-            if _is_elementwise(ir.operation_of(source.owner)):
+            producer = ir.operation_of(source.owner)
+            if producer is not None and len(producer.results) == 1 and elementwise(producer):
                 self._redirect(source, transpose)
 
     @staticmethod
