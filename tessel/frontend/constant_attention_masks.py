@@ -18,6 +18,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
+from tessel.frontend.constant_values import evaluated
+
 # torch functions whose result is not a function of their arguments: a mask made with
 # one is not a constant.
 _RANDOM = ("rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "normal",
@@ -42,22 +44,10 @@ def _maker(mask: torch.fx.Node) -> list[torch.fx.Node] | None:
     return [node for node in mask.graph.nodes if node in needed]
 
 
-def _computed(nodes: list[torch.fx.Node]) -> torch.Tensor | None:
-    """The value of the last of `nodes`, computed eagerly; None where any of them fails
-    (a symbolic size, an op that needs the graph's context)."""
-    values: dict[torch.fx.Node, object] = {}
-    try:
-        with torch.no_grad():
-            for node in nodes:
-                args = torch.fx.node.map_arg(node.args, values.__getitem__)
-                kwargs = torch.fx.node.map_arg(node.kwargs, values.__getitem__)
-                if node.op == "call_method":
-                    values[node] = getattr(args[0], node.target)(*args[1:], **kwargs)
-                else:
-                    values[node] = node.target(*args, **kwargs)
-    except Exception:  # noqa: BLE001 - a mask that cannot be computed here stays as it is
-        return None
-    value = values[nodes[-1]]
+def _computed(nodes: list[torch.fx.Node], gm: torch.fx.GraphModule) -> torch.Tensor | None:
+    """The value of the last of `nodes`, computed eagerly, if it is a tensor."""
+    values = evaluated(nodes, gm)
+    value = values[nodes[-1]] if values is not None else None
     return value if isinstance(value, torch.Tensor) else None
 
 
@@ -106,7 +96,7 @@ def fold_constant_attention_masks(gm: torch.fx.GraphModule) -> torch.fx.GraphMod
             continue
         if mask not in masks:
             nodes = _maker(mask)
-            masks[mask] = _computed(nodes) if nodes else None
+            masks[mask] = _computed(nodes, gm) if nodes else None
             makers.update(dict.fromkeys(nodes or ()))
         folded = _folded(masks[mask], weights) if masks[mask] is not None else None
         if folded is not None:

@@ -61,12 +61,24 @@ def _computable(node: torch.fx.Node, constant: dict) -> bool:
     return _is_static(node.args) and _is_static(list(node.kwargs.values()))
 
 
-def _value_of(node: torch.fx.Node, values: dict, gm: torch.fx.GraphModule):
-    if node.op == "get_attr":
-        return getattr(gm, node.target)
-    args = torch.fx.node.map_arg(node.args, values.__getitem__)
-    kwargs = torch.fx.node.map_arg(node.kwargs, values.__getitem__)
-    return node.target(*args, **kwargs)
+def evaluated(nodes: list[torch.fx.Node], gm: torch.fx.GraphModule) -> dict | None:
+    """The values of `nodes` (of `gm`, in graph order, each reading only the ones
+    before it), computed eagerly on real tensors; None where any of them fails (a
+    symbolic size, an op that needs the graph's context)."""
+    values: dict[torch.fx.Node, object] = {}
+    try:
+        with unset_fake_temporarily(), torch.no_grad():
+            for node in nodes:
+                if node.op == "get_attr":
+                    values[node] = getattr(gm, node.target)
+                    continue
+                args = torch.fx.node.map_arg(node.args, values.__getitem__)
+                kwargs = torch.fx.node.map_arg(node.kwargs, values.__getitem__)
+                values[node] = (getattr(args[0], node.target)(*args[1:], **kwargs)
+                                if node.op == "call_method" else node.target(*args, **kwargs))
+    except Exception:  # noqa: BLE001 - a value that cannot be computed here stays
+        return None
+    return values
 
 
 def folded_constants(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -85,17 +97,12 @@ def folded_constants(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
              and any(not constant[user] for user in node.users)]
     if not folds:
         return gm
-    values: dict[torch.fx.Node, object] = {}
     needed = set(folds)
     for node in reversed(gm.graph.nodes):
         if node in needed:
             needed.update(node.all_input_nodes)
-    try:
-        with unset_fake_temporarily(), torch.no_grad():
-            for node in gm.graph.nodes:
-                if node in needed:
-                    values[node] = _value_of(node, values, gm)
-    except Exception:  # noqa: BLE001 - a value that cannot be computed here stays
+    values = evaluated([node for node in gm.graph.nodes if node in needed], gm)
+    if values is None:
         return gm
     for node in folds:
         name = next(f"_tessel_constant_{n}" for n in range(len(gm.graph.nodes) + 1)
