@@ -64,6 +64,56 @@ func.func @dynamic_rows(%y: memref<?x64xf32>, %n: index) {
 
 // -----
 
+// Tiles of 10 rows over 6272 (a gemm's bias epilogue): the last tile is shorter, so
+// each tile's views have a dynamic row count, `affine.min` of the rows left and 10.
+// That bound is its size: 628 tiles of at most 10 x 384 elements are worth threads.
+// CHECK-LABEL: func.func @ragged_tiles
+// CHECK-NOT:     scf.parallel
+// CHECK:         call @ragged_tiles_parallel_0__launch
+func.func @ragged_tiles(%x: memref<6272x384xf32>, %bias: memref<384xf32>, %y: memref<6272x384xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c628 = arith.constant 628 : index
+  scf.parallel (%t) = (%c0) to (%c628) step (%c1) {
+    %first = affine.apply affine_map<(d0) -> (d0 * 10)>(%t)
+    %rows = affine.min affine_map<(d0) -> (d0 * -10 + 6272, 10)>(%t)
+    %in = memref.subview %x[%first, 0] [%rows, 384] [1, 1] : memref<6272x384xf32> to memref<?x384xf32, strided<[384, 1], offset: ?>>
+    %out = memref.subview %y[%first, 0] [%rows, 384] [1, 1] : memref<6272x384xf32> to memref<?x384xf32, strided<[384, 1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+        ins(%in, %bias : memref<?x384xf32, strided<[384, 1], offset: ?>>, memref<384xf32>) outs(%out : memref<?x384xf32, strided<[384, 1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// The same tiles over 62 rows (7 tiles of at most 10 x 64): too little work; the loop
+// stays.
+// CHECK-LABEL: func.func @negative_small_ragged_tiles
+// CHECK:         scf.parallel
+// CHECK-NOT:     call
+func.func @negative_small_ragged_tiles(%y: memref<62x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%t) = (%c0) to (%c7) step (%c1) {
+    %first = affine.apply affine_map<(d0) -> (d0 * 10)>(%t)
+    %rows = affine.min affine_map<(d0) -> (d0 * -10 + 62, 10)>(%t)
+    %tile = memref.subview %y[%first, 0] [%rows, 64] [1, 1] : memref<62x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%tile : memref<?x64xf32, strided<[64, 1], offset: ?>>)
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
 // 16 rows of 64 elements: too little work to pay for a launch; the loop stays.
 // CHECK-LABEL: func.func @negative_small
 // CHECK:         scf.parallel
