@@ -58,3 +58,28 @@ func.func @negative_short_transpose(%x: tensor<256x4xf32>, %init: tensor<4x256xf
   } -> tensor<4x256xf32>
   return %r : tensor<4x256xf32>
 }
+
+// -----
+
+// On buffers (where the CPU pipeline runs it), the blocks are subviews walked by loops
+// that carry nothing: no iter_args, no copy of the result.
+// CHECK-LABEL: func.func @attention_probabilities_transposed
+// CHECK-NOT:     iter_args
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c12 step %c1 {
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %c128{{.*}} step %c8{{.*}} {
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %c128{{.*}} step %c8{{.*}} {
+// CHECK:               memref.subview
+// CHECK:             linalg.generic
+// CHECK-SAME:          ins(%{{.*}} : memref<1x1x8x8xf32, strided<[196608, 16384, 128, 1], offset: ?>>)
+// CHECK-NOT:     memref.copy
+func.func @attention_probabilities_transposed(%p: memref<1x12x128x128xf32>, %out: memref<1x12x128x128xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(b, h, k, q) -> (b, h, q, k)>,
+                       affine_map<(b, h, k, q) -> (b, h, k, q)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%p : memref<1x12x128x128xf32>) outs(%out : memref<1x12x128x128xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  return
+}

@@ -47,7 +47,7 @@ register_pipeline(
     # ~10% faster than one single-threaded call per row block with its epilogue fused
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.
     + _fusion("fuse-tiles{gemm-epilogues=false}") +
-    "overwrite-zero-accumulators,tile-for-threads,contiguous-innermost-loop,transpose-in-blocks,"
+    "overwrite-zero-accumulators,tile-for-threads,contiguous-innermost-loop,"
     "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels,"
     "write-inputs-in-place)",
     "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",
@@ -63,6 +63,8 @@ register_pipeline(
     "insert-slices-early,eliminate-empty-tensors,"
     "func.func(tm-tensor-bufferize),"
     "bufferize,"
+    # Transposes walk 8x8 blocks, tiled on buffers (transpose_in_blocks.py says why).
+    "transpose-in-blocks,"
     # Big tile loops run on all cores (each thread owns its temporaries); the others
     # run in order. Temporaries are then allocated once per thread, not per tile.
     "func.func(scf-forall-to-parallel),"
