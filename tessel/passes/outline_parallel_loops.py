@@ -104,12 +104,11 @@ def _most_elements(op: ir.Operation) -> int | None:
 def _largest_value(value: ir.Value) -> int | None:
     """An upper bound of the index `value`: a constant, or the least constant of the
     affine.min that computes it; None if neither."""
+    constant = _constant_index(value)
+    if constant is not None:
+        return constant
     owner = ir.operation_of(value.owner)
-    if owner is None:
-        return None
-    if owner.name == "arith.constant":
-        return _constant_index(value)
-    if owner.name != "affine.min":
+    if owner is None or owner.name != "affine.min":
         return None
     results = ir.AffineMapAttr(owner.attributes["map"]).value.results
     constants = [e.value for e in results if isinstance(e, ir.AffineConstantExpr)]
