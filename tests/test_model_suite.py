@@ -267,3 +267,24 @@ def test_timing_pauses_the_suites_other_rows_and_resumes_them(tmp_path, monkeypa
     finally:
         other.kill()
         other.wait()
+
+
+def test_suite_spreads_rows_over_the_cards_it_is_given(tmp_path, monkeypatch):
+    # Each row process sees one card: the least loaded one when it starts.
+    seen = []
+
+    class Recorded:
+        def __init__(self, command, env, **kwargs):
+            seen.append(env["CUDA_VISIBLE_DEVICES"])
+            self.pid, self.returncode = os.getpid(), 1
+
+        def poll(self):
+            return None if len(seen) < 3 else 1
+
+    monkeypatch.setattr(suite.subprocess, "Popen", Recorded)
+    monkeypatch.setattr(suite.os, "killpg", lambda *args: None)
+    args = ["--device", "cuda", "--gpus", "2", "--jobs", "3", "--models", "hf_gpt2,hf_bert",
+            "--kinds", "forward", "--modes", "default", "--commit", "test",
+            "--results", str(tmp_path / "r.jsonl")]
+    suite.run(suite.parse_args(args))
+    assert seen[:3] == ["0", "1", "0"]

@@ -9,7 +9,9 @@ killed as a group at --timeout), with empty Inductor, tessel and Triton cache
 directories, so that first calls compile from scratch. Up to --jobs processes run at
 once; they build, compile and warm up side by side, but time one at a time (a file lock
 around each one's timed calls, during which the others are paused: measure.timed), and
-each gets cores/jobs compile workers and threads.
+each gets cores/jobs compile workers and threads. With --gpus N, a row runs on the card
+with the fewest rows running (CUDA_VISIBLE_DEVICES), and still times with every other row
+paused, on every card.
 A row already in --results is skipped, so one command continues another's run: with
 --budget, no row starts after that many seconds, and rows still running then are
 stopped and left to the next command. See benchmarks/README.md, "Model suite".
@@ -117,8 +119,9 @@ class Process:
     """A runner process for one task, with its row file, log and cache directories."""
 
     def __init__(self, task: Task, args: argparse.Namespace, workdir: Path, logs: Path,
-                 peers: Path):
+                 peers: Path, gpu: int | None):
         self.task = task
+        self.gpu = gpu
         self.fields = task.fields(args)
         self.dir = Path(tempfile.mkdtemp(prefix=f"{task.file_stem}.", dir=workdir))
         self.row_file = self.dir / "row.json"
@@ -132,6 +135,8 @@ class Process:
                    TORCHINDUCTOR_COMPILE_THREADS=str(share),
                    TESSEL_COMPILE_PROCESSES=str(share),
                    **{measure.PEERS_ENV: str(peers)})
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(gpu)
         command = [sys.executable, "-m", "benchmarks.models.runner",
                    "--model", task.spec.name, "--kind", task.spec.kind,
                    "--backend", task.backend, "--mode", task.mode, "--device", args.device,
@@ -192,6 +197,13 @@ def write_peers(peers: Path, running: list[Process]) -> None:
     os.replace(partial, peers)
 
 
+def least_loaded_gpu(gpus: int | None, running: list[Process]) -> int | None:
+    """The card with the fewest running rows (the lowest index of those), None without --gpus."""
+    if gpus is None:
+        return None
+    return min(range(gpus), key=lambda gpu: sum(p.gpu == gpu for p in running))
+
+
 def last_line(path: Path) -> str:
     lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1][:300] if lines else "(no output)"
@@ -226,7 +238,8 @@ def run(args: argparse.Namespace) -> int:
         while pending or running:
             over_budget = args.budget is not None and time.monotonic() - start > args.budget
             while pending and len(running) < args.jobs and not over_budget:
-                running.append(Process(pending.pop(0), args, Path(workdir), logs, peers))
+                running.append(Process(pending.pop(0), args, Path(workdir), logs, peers,
+                                       least_loaded_gpu(args.gpus, running)))
             write_peers(peers, running)
             for process in list(running):
                 timed_out = process.seconds > args.timeout
@@ -303,6 +316,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="i/n: every n-th row from the i-th (1-based)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per row")
     parser.add_argument("--jobs", type=int, default=1, help="processes at once")
+    parser.add_argument("--gpus", type=int, default=None,
+                        help="spread the processes over this many cards of the host, each "
+                             "row on one (default: each process sees what the machine shows)")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds after which no row starts; running ones are stopped "
                              "and left to the next command")
@@ -329,6 +345,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.modes = args.modes or (list(MODES) if device == "cuda" else ["default"])
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if args.gpus is not None and (args.gpus < 1 or device != "cuda"):
+        parser.error("--gpus takes a number of cards, at least 1, and --device cuda")
     if args.results is None:
         args.results = ROOT / "benchmarks" / "results" / f"models_{device}.jsonl"
     return args
