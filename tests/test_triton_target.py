@@ -93,6 +93,8 @@ _ACROSS_MEMORY = {
     "softmax_over_dim_1": (lambda x: torch.softmax(x, 1), (5, 37, 45), torch.float32, 1),
     "sum_over_dim_2": (lambda x: x.sum(2), (3, 4, 29, 33), torch.bfloat16, 1),
     "norm_over_tokens": (_normalized_over_tokens, (2, 37, 3, 2, 23), torch.bfloat16, 1),
+    # Rows too long for one block: the tile walks them in chunks.
+    "long_rows_over_dim_1": (lambda x: (x * x).sum(1), (4, 3000, 45), torch.float32, 1),
 }
 
 
@@ -115,6 +117,24 @@ def test_reductions_across_memory_hold_a_tile_of_rows_per_program(tmp_path, case
     for kernel in tiles:
         assert "row_mask = row < " in kernel and "mask=mask" in kernel
         assert "axis=1, keep_dims=True" in kernel and "axis=0" not in kernel
+
+
+def test_per_channel_sums_of_a_channels_last_image_hold_a_tile_of_channels(tmp_path):
+    """A batch norm's statistics over an NHWC image: each channel's values lie C apart
+    in memory, so a program reduces neighbouring channels side by side
+    (layouts.innermost_dims), of the pieces split-reductions cuts the batch and
+    positions into."""
+    x = torch.randn(2, 64, 40, 40).to(memory_format=torch.channels_last)
+
+    def fn(x):
+        return x.sum((0, 2, 3)), (x * x).mean((0, 2, 3))
+    for got, want in zip(compile_triton(fn, tmp_path / "dump")(x), fn(x)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+    assert_compiled()
+    kernels, _ = generated_files(tmp_path / "dump")
+    tiles = [kernel for kernel in kernels.split("@triton.jit")
+             if "axis=1, keep_dims=True" in kernel]
+    assert len(tiles) == 2  # the partial sums of each; their combines read rows along memory
 
 
 def test_layer_norm_gelu_residual_one_program_per_row(tmp_path):

@@ -88,14 +88,16 @@ func.func @whole_tensor_max(%x: tensor<512x1024xf32>, %init: tensor<f32>) -> ten
 // CHECK-DAG:   #[[PARTIAL_MAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
 // CHECK-LABEL: func.func @min_per_channel
 // CHECK-SAME:    (%[[X:.*]]: tensor<2x16x16384xf32>, %[[INIT:.*]]: tensor<16xf32>)
-// CHECK:         %[[PIECES:.*]] = tensor.expand_shape %[[X]] {{\[}}[0], [1], [2, 3]] output_shape [2, 16, 2, 8192]
+// CHECK:         %[[PIECES:.*]] = tensor.expand_shape %[[X]] {{\[}}[0], [1], [2, 3]] output_shape [2, 16, 64, 256]
 // CHECK:         %[[POS_INF:.*]] = arith.constant 0x7F800000 : f32
-// CHECK:         %[[PARTIAL:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[PARTIAL_MAP]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[PIECES]] : tensor<2x16x2x8192xf32>) outs(%{{.*}} : tensor<16x2x2xf32>)
+// CHECK:         %[[PARTIAL:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[PARTIAL_MAP]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[PIECES]] : tensor<2x16x64x256xf32>) outs(%{{.*}} : tensor<16x2x64xf32>)
 // CHECK:           arith.minimumf
-// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction"]} ins(%[[PARTIAL]] : tensor<16x2x2xf32>) outs(%[[INIT]] : tensor<16xf32>)
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction"]} ins(%[[PARTIAL]] : tensor<16x2x64xf32>) outs(%[[INIT]] : tensor<16xf32>)
 // CHECK:           arith.minimumf
 // A min per channel over two images (batch norm's layout): the image dim becomes a
-// dim of the partials whole, and the pixels are cut in two.
+// dim of the partials whole, and the pixels are cut in 64. The GPU holds the image
+// channels-last and a program reduces 32 channels side by side, so the 16 channels
+// count as one output of 16 x 32768 values.
 func.func @min_per_channel(%x: tensor<2x16x16384xf32>, %init: tensor<16xf32>) -> tensor<16xf32> {
   %min = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1)>],
                          iterator_types = ["reduction", "parallel", "reduction"]}
@@ -107,6 +109,25 @@ func.func @min_per_channel(%x: tensor<2x16x16384xf32>, %init: tensor<16xf32>) ->
   return %min : tensor<16xf32>
 }
 
+// -----
+
+// CHECK-LABEL: func.func @sum_per_channel_of_many_channels
+// CHECK-NOT:     tensor.expand_shape
+// CHECK:         %[[PARTIAL:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<32x1024x14x14xf32>) outs(%{{.*}} : tensor<1024x32xf32>)
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[PARTIAL]] : tensor<1024x32xf32>)
+// A batch norm's per-channel sum over 32 images of 14x14 (ResNet-50's third stage):
+// 1024 channels would fill the GPU one per program, but 32 to a program they are 32
+// programs, so each image's sums are partials of their own.
+func.func @sum_per_channel_of_many_channels(%x: tensor<32x1024x14x14xf32>, %init: tensor<1024xf32>) -> tensor<1024xf32> {
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>],
+                         iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%x : tensor<32x1024x14x14xf32>) outs(%init : tensor<1024xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<1024xf32>
+  return %sum : tensor<1024xf32>
+}
 
 // -----
 

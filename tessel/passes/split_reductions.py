@@ -63,6 +63,27 @@ def wanted_splits(reduced: int, outputs: int, multiprocessors: int) -> int:
     return -(-reduced // (per_thread * _THREADS_PER_PROGRAM))
 
 
+# The channels a GPU program reduces side by side in a per-channel reduction of an
+# image, which the GPU target holds channels-last (targets/triton/row_tiles.py: a tile
+# of 32 rows).
+CHANNELS_PER_PROGRAM = 32
+
+
+def _per_channel_of_an_image(op: ir.Operation, reduced: list[int]) -> bool:
+    """Whether `op` reduces an [N, C, ...] image (rank 3 to 5) over all its dims but
+    the channels (dim 1), as a batch norm's statistics and its backward's sums do. The
+    GPU target holds such images channels-last (targets/triton/layouts.py), so each
+    channel's values lie across memory, C apart."""
+    inputs = len(op.operands) - len(op.results)
+    for operand, affine_map in zip(op.operands[:inputs], ir.indexing_maps(op)):
+        positions = ir.dim_positions(affine_map)
+        if not 3 <= len(positions) <= 5 or None in positions:
+            continue
+        if positions[1] not in reduced and set(reduced) == set(positions) - {positions[1]}:
+            return True
+    return False
+
+
 def _divisors(value: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(value) + 1) if value % d == 0]
     return sorted(set(small + [value // d for d in small]))
@@ -183,8 +204,13 @@ class SplitReductionsPass(ModulePass):
             return None  # one combine generic takes every result: they share a shape
         reduced = [d for d, is_reduction in enumerate(_iterators(op)) if is_reduction]
         outputs = math.prod(r for d, r in enumerate(ranges) if d not in reduced)
-        wanted = wanted_splits(math.prod(ranges[d] for d in reduced), outputs,
-                               self.multiprocessors)
+        values = math.prod(ranges[d] for d in reduced)
+        if _per_channel_of_an_image(op, reduced):
+            # A program reduces CHANNELS_PER_PROGRAM channels side by side: count
+            # each group as one output of that many rows.
+            outputs = -(-outputs // CHANNELS_PER_PROGRAM)
+            values *= CHANNELS_PER_PROGRAM
+        wanted = wanted_splits(values, outputs, self.multiprocessors)
         if wanted <= 1:
             return None
         inputs = len(op.operands) - len(op.results)

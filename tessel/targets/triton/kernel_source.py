@@ -84,7 +84,8 @@ class KernelSource:
 
 
 def generate(kernel: ir.Operation, channels_last: frozenset = frozenset(),
-             narrowed: Mapping = MappingProxyType({}), member: bool = False) -> KernelSource:
+             narrowed: Mapping = MappingProxyType({}), member: bool = False,
+             innermost: Mapping = MappingProxyType({})) -> KernelSource:
     """The Triton source of `kernel` (form_kernels.is_kernel, with a `tessel.gpu` decision).
     `channels_last` are the values of main that the host keeps channels-last
     (layouts.py): a pointwise kernel with such a result walks [N, C, H, W] and [N, C, L]
@@ -93,10 +94,12 @@ def generate(kernel: ir.Operation, channels_last: frozenset = frozenset(),
     (host_program.narrowed_values) and are widened as they are loaded; its own results
     in `narrowed` are stored in their narrower type. A `member` of a
     combo kernel (a pointwise kernel, fuse-horizontally) is a function that the combo
-    kernel calls with its program's number (combo_kernel.py)."""
+    kernel calls with its program's number (combo_kernel.py). `innermost`: the dim
+    innermost in memory of main's tensors not laid out row-major
+    (layouts.innermost_dims), for row kernels whose rows lie across it."""
     decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
     writer = ReductionWriter(kernel_name(kernel), ir.DenseI64ArrayAttr(decision["block"])[0],
-                             narrowed=narrowed, member=member,
+                             narrowed=narrowed, member=member, innermost=innermost,
                              narrowed_results={index: narrowed[result]
                                                for index, result in enumerate(kernel.results)
                                                if result in narrowed})

@@ -130,6 +130,33 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
     return frozenset(held)
 
 
+def innermost_dims(main: ir.Operation, channels_last: frozenset[ir.Value]
+                   ) -> dict[ir.Value, int]:
+    """The dim innermost in memory of each value of `main` laid out otherwise than
+    row-major in its shape: the `channels_last` values (their channels), and, in
+    program order, views of such values (a split reduction's [S, N / S, C, H, W] view of
+    an NHWC image keeps C innermost, at dim 2). A kernel reading one of them along its
+    other dims reads across memory (row_tiles.py)."""
+    block = main.regions[0].blocks[0]
+    found = {argument: memory_order(argument.type.rank)[-1]
+             for argument in block.arguments if argument in channels_last}
+    for op in block.operations:
+        op = op.operation
+        if op.name in ("tensor.expand_shape", "tensor.collapse_shape") \
+                and op.operands[0] in found:
+            groups, inner = ir.reassociation(op), found[op.operands[0]]
+            result = op.results[0]
+            dim = groups[inner][-1] if op.name == "tensor.expand_shape" else next(
+                index for index, group in enumerate(groups) if inner in group)
+            if dim != result.type.rank - 1:
+                found[result] = dim
+            continue
+        for result in op.results:
+            if result in channels_last:
+                found[result] = memory_order(result.type.rank)[-1]
+    return found
+
+
 def _keeps_channels(view: ir.Operation) -> bool:
     """Whether a view between images keeps their batch and channels: the same first two
     dims, or a grouped image's G and C as the other's channels (an expand or collapse

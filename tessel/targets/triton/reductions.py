@@ -136,11 +136,11 @@ class ReductionWriter(KernelWriter):
         accumulated = HELD_DTYPES[_accumulator_element(op)]
         if accumulated != HELD_DTYPES[element]:
             prologue = f"{prologue}.to({accumulated})"
-        self.emit(f"{masked} = tl.where(mask, {prologue}, "
-                  f"tl.full([BLOCK], {identity}, {accumulated}))")
+        lanes = f"tl.full({self.lanes_shape()}, {identity}, {accumulated})"
+        self.emit(f"{masked} = tl.where(mask, {prologue}, {lanes})")
         if op in self.accumulating:
             # A looped row: combine chunk by chunk; _looped_pass reduces after the loop.
-            self.accumulate(op, masked, merge, f"tl.full([BLOCK], {identity}, {accumulated})")
+            self.accumulate(op, masked, merge, lanes)
             return
         self.finish_reduction(op, masked)
 

@@ -69,24 +69,18 @@ def row_kernel(writer: ReductionWriter, forall: ir.Operation,
     inserts.sort(key=lambda insert: position[insert.operands[1]])
     if [position[insert.operands[1]] for insert in inserts] != list(range(len(shared))):
         raise UnsupportedKernel("scf.forall", "a loop result written by no insert, or by two")
-    looped = not isinstance(size, int) or size > writer.block
-    if not looped:
-        writer.row_tile = row_tile(ops[:-1] + inserts, row_indices, bounds, writer.block,
-                                   row_reductions(tiles))
+    writer.row_tile = row_tile(ops[:-1] + inserts, row_indices, bounds, writer.block, size,
+                               row_reductions(tiles), writer.innermost)
+    if writer.row_tile is not None:
+        writer.block = writer.row_tile.block
     programs = _program_rows(writer, row_indices, bounds)
-    if looped:
+    if not isinstance(size, int) or size > writer.block:
         # A looped row: one pass over the row per reduction, each recomputing what
         # feeds it chunk by chunk, then a pass that computes and stores the outputs.
         reduction_passes(writer, ops[:-1], destinations, size, row_reductions(tiles))
         _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
         return (programs,)
-    if writer.row_tile is None:
-        writer.emit("r = tl.arange(0, BLOCK)")
-        writer.emit(f"mask = r < {text(size)}")
-    else:  # lanes along axis 1 of the tile, its rows along axis 0
-        writer.emit("r = tl.arange(0, BLOCK)[None, :]")
-        writer.emit(f"mask = (r < {text(size)}) & row_mask" if writer.partial_rows
-                    else f"mask = r < {text(size)}")
+    _lanes(writer, "0", size)
     _row_ops(writer, ops[:-1], destinations, None)
     _store_rows(writer, inserts, destinations)
     return (programs,)
@@ -152,8 +146,7 @@ def _looped_pass(writer: ReductionWriter, ops: list[ir.Operation], destinations:
     writer.accumulating = (reduction,) if maximum is None else (maximum, reduction)
     known = set(writer.registers)
     with writer.section() as loop:
-        writer.emit("r = start + tl.arange(0, BLOCK)")
-        writer.emit(f"mask = r < {text(size)}")
+        _lanes(writer, "start", size)
         _row_ops(writer, ops, destinations, reduction)
         _store_rows(writer, inserts, destinations)
     writer.accumulating = ()
@@ -181,6 +174,15 @@ def _looped_pass(writer: ReductionWriter, ops: list[ir.Operation], destinations:
     finished = {result for op in (maximum, reduction) if op is not None for result in op.results}
     writer.registers = {value: register for value, register in writer.registers.items()
                         if value in known or value in finished}
+
+
+def _lanes(writer: ReductionWriter, start: str, size: Extent) -> None:
+    """`r`, the row's points that a program's lanes hold from `start`, and their mask:
+    along axis 1 of a tile of rows, whose rows lie along axis 0."""
+    lanes = "tl.arange(0, BLOCK)" + ("" if writer.row_tile is None else "[None, :]")
+    writer.emit(f"r = {lanes}" if start == "0" else f"r = {start} + {lanes}")
+    writer.emit(f"mask = (r < {text(size)}) & row_mask" if writer.partial_rows
+                else f"mask = r < {text(size)}")
 
 
 def _row_ops(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,

@@ -11,15 +11,23 @@ the tile's innermost memory dim follows, so that every access is coalesced, alon
 or across rows (Triton lays out each access to suit its addresses). Inductor reduces
 so with XBLOCK > 1 (a persistent reduction's [XBLOCK, RBLOCK] tile).
 
+A row longer than that (or than a block that leaves a tile a few rows) is walked in
+chunks of a [ROWS, BLOCK] tile instead, BLOCK small enough that ROWS is 32: a batch
+norm's per-channel sums over the batch and positions of an NHWC image in a training
+step (each channel's values are C elements apart) read 32 channels side by side at each
+point, where one channel per program read one element per sector.
+
 Memory order is read off the IR: a tensor of `main` is taken to be laid out row-major
 in its own shape, as the buffers the host allocates for kernels are (and slices and
-reshapes of them keep their innermost dim). A wrong guess costs speed, never a wrong
-result: the kernel indexes through the strides the host passes.
+reshapes of them keep their innermost dim), unless the host holds it channels-last
+(layouts.innermost_dims). A wrong guess costs speed, never a wrong result: the kernel
+indexes through the strides the host passes.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tessel import ir
@@ -31,37 +39,48 @@ _TILE_POINTS = 4096
 _MIN_ROWS = 4
 _MAX_ROWS = 32  # 64 bytes of f16 across rows: two sectors per access
 _MAX_WARPS = 8
+# The lanes of a chunk of a walked tile: _TILE_POINTS // _MAX_ROWS.
+_CHUNK = _TILE_POINTS // _MAX_ROWS
 
 
 @dataclass(frozen=True)
 class RowTile:
     """The rows of a program: `rows` consecutive rows of the row loop walked in
-    `order` (its axes, slowest first; the one across memory last)."""
+    `order` (its axes, slowest first; the one across memory last), each held in
+    `block` lanes (a longer row is walked in chunks of them)."""
     rows: int
     order: tuple[int, ...]
     num_warps: int
+    block: int
 
 
 def row_tile(ops: list[ir.Operation], row_indices: list[ir.Value], bounds: list,
-             block: int, reductions: list[ir.Operation]) -> RowTile | None:
+             block: int, size, reductions: list[ir.Operation],
+             innermost: Mapping[ir.Value, int]) -> RowTile | None:
     """The tile of rows for a row loop (its body `ops` and inserts, its indices and
-    bounds) whose row fits one BLOCK; None: one row per program."""
-    if not all(isinstance(bound, int) for bound in bounds) or _TILE_POINTS // block < _MIN_ROWS:
+    bounds) whose rows of `size` points lie across memory, `block` lanes each as
+    chosen for one row; None: one row per program. `innermost`: the dim innermost in
+    memory of the tensors not laid out row-major."""
+    if not all(isinstance(bound, int) for bound in bounds):
         return None
     if any(len(op.results) != 1 for op in reductions):
         return None  # an index reduction compares positions across one row's lanes
-    axis = _axis_across_memory(ops, row_indices)
+    axis = _axis_across_memory(ops, row_indices, innermost)
     if axis is None:
         return None
+    fits = isinstance(size, int) and size <= block and _TILE_POINTS // block >= _MIN_ROWS
+    if not fits:
+        block = _CHUNK
     rows = min(_TILE_POINTS // block, _MAX_ROWS, 1 << (math.prod(bounds).bit_length() - 1))
     if rows < _MIN_ROWS:
         return None
     order = tuple(a for a in range(len(bounds)) if a != axis) + (axis,)
     # A warp per 512 points of the tile, as many as fill a program (at most 8).
-    return RowTile(rows, order, max(2, min(_MAX_WARPS, rows * block // 512)))
+    return RowTile(rows, order, max(2, min(_MAX_WARPS, rows * block // 512)), block)
 
 
-def _axis_across_memory(ops: list[ir.Operation], row_indices: list[ir.Value]) -> int | None:
+def _axis_across_memory(ops: list[ir.Operation], row_indices: list[ir.Value],
+                        innermost: Mapping[ir.Value, int]) -> int | None:
     """The row loop's axis that the innermost memory dim of a tile carrying the row
     follows (the tile holds one point of that dim, at the row's index), or of a
     gather's reads along the row, if any."""
@@ -79,12 +98,13 @@ def _axis_across_memory(ops: list[ir.Operation], row_indices: list[ir.Value]) ->
             continue
         offsets, sizes = ir.mixed_values(op, ("static_offsets", "static_sizes"), first_dynamic)
         shape = ir.ShapedType(base.type).shape
-        innermost = next((d for d in reversed(range(len(shape))) if shape[d] != 1), None)
+        inner = innermost.get(base, next(
+            (d for d in reversed(range(len(shape))) if shape[d] != 1), None))
         carries_row = any(not isinstance(size, int) or size > 1 for size in sizes)
-        if innermost is None or not carries_row or sizes[innermost] != 1:
+        if inner is None or not carries_row or sizes[inner] != 1:
             continue
-        if offsets[innermost] in row_indices:
-            return row_indices.index(offsets[innermost])
+        if offsets[inner] in row_indices:
+            return row_indices.index(offsets[inner])
     return None
 
 

@@ -25,13 +25,14 @@ def generated_kernels(function: ir.Operation, channels_last: frozenset, narrowed
     """Each Triton kernel of `function` (library calls are aten's) with its source, or
     the UnsupportedKernel that refused it, in program order; `channels_last` and
     `narrowed` are the function's layouts and narrowed values."""
+    innermost = layouts.innermost_dims(function, channels_last)
     for kernel in ir.ops_where(function, is_kernel):
         if kernel.name == "tkern.library_call":
             continue
         try:
             yield kernel, kernel_source.generate(
-                kernel, channels_last, narrowed,
-                member=COMBO in kernel.attributes)
+                kernel, channels_last, narrowed, member=COMBO in kernel.attributes,
+                innermost=innermost)
         except UnsupportedKernel as error:
             yield kernel, error
 

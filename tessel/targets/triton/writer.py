@@ -123,6 +123,9 @@ class KernelWriter:
     # program's tile runs past the rows (per-row loads and stores then take `row_mask`).
     row_tile: RowTile | None = None
     partial_rows: bool = False
+    # The dim innermost in memory of main's tensors not laid out row-major
+    # (layouts.innermost_dims), which tells a row kernel its rows lie across memory.
+    innermost: Mapping = field(default_factory=dict)
     # A gemm template's 2-D tile: its shape, each loop dim's indices, its block sizes.
     tile: str = "[BLOCK]"
     tile_indices: list | None = None
@@ -154,6 +157,10 @@ class KernelWriter:
     def program(self) -> str:
         """The number of this program: its launch's, or a combo member's parameter."""
         return "program" if self.member else "tl.program_id(0)"
+
+    def lanes_shape(self) -> str:
+        """The shape of a row's lanes: [BLOCK], or a tile of rows' [ROWS, BLOCK]."""
+        return "[BLOCK]" if self.row_tile is None else f"[{self.row_tile.rows}, BLOCK]"
 
     def lane_axis(self) -> str:
         """The arguments of a reduction across a row's lanes: of the [BLOCK] vector, or
