@@ -635,6 +635,19 @@ def test_a_cache_update_compiles_to_ptx_for_sm90(tmp_path):
     assert "st.global" in ptx
 
 
+def test_a_walked_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path):
+    """A tile of rows too long for one block, walked in chunks (loop-carried [32, BLOCK]
+    accumulators), compiles for a GPU too."""
+    x = torch.randn(4, 3000, 45, dtype=torch.bfloat16)
+    compile_triton(lambda x: (x * x).sum(1), tmp_path / "dump")(x)
+    kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
+    walked = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?"
+                        r"tl.full\(\[32, BLOCK\], 0, tl.float32\)\n    for start",
+                        kernels_file.read_text(), re.DOTALL)
+    assert len(walked) == 1
+    assert "st.global" in _ptx_for_sm90(kernels_file, walked[0], "*bf16", {"BLOCK": 128})
+
+
 def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path):
     """The interpreter takes shapes that Triton's compiler refuses: a kernel holding a
     tile of rows (row_tiles.py) also compiles for a GPU."""
