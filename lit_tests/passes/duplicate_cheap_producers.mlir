@@ -142,3 +142,54 @@ func.func @negative_returned(%x: tensor<4x8xbf16>) -> (tensor<4x8xf32>, tensor<4
   } -> tensor<4x8xf32>
   return %wide, %neg : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#unit = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+#channels = affine_map<(d0, d1, d2, d3) -> (d1)>
+
+// A batch norm in a bf16 training step: the f32 copy of the image, and x - mean (the
+// per-channel mean read as [1, C, 1, 1], through (0, d1, 0, 0): a broadcast), each read
+// by the variance's sum of squares and by the normalization. Readers are copied first,
+// so the cast then has a copy per copy of x - mean; fused, neither f32 image is
+// written: each reader reads the bf16 image.
+// CHECK-LABEL: func.func @centered_image_read_twice
+// CHECK-COUNT-2: arith.subf
+// FUSED-LABEL: func.func @centered_image_read_twice
+// FUSED:         linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<2x8x4x4xbf16>, tensor<1x8x1x1xf32>)
+// FUSED:         linalg.generic {{.*}}ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x4x4xbf16>, tensor<1x8x1x1xf32>, tensor<8xf32>)
+// FUSED-NOT:     linalg.generic
+// FUSED:         return
+func.func @centered_image_read_twice(%x: tensor<2x8x4x4xbf16>, %mean: tensor<1x8x1x1xf32>) -> (tensor<8xf32>, tensor<2x8x4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x8x4x4xf32>
+  %wide = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x8x4x4xbf16>) outs(%e : tensor<2x8x4x4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %w = arith.extf %in : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<2x8x4x4xf32>
+  %centered = linalg.generic {indexing_maps = [#id, #unit, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%wide, %mean : tensor<2x8x4x4xf32>, tensor<1x8x1x1xf32>) outs(%e : tensor<2x8x4x4xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    linalg.yield %d : f32
+  } -> tensor<2x8x4x4xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<8xf32>) -> tensor<8xf32>
+  %squares = linalg.generic {indexing_maps = [#id, #channels], iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%centered : tensor<2x8x4x4xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %sq, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %normalized = linalg.generic {indexing_maps = [#id, #channels, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%centered, %squares : tensor<2x8x4x4xf32>, tensor<8xf32>) outs(%e : tensor<2x8x4x4xf32>) {
+  ^bb0(%in: f32, %v: f32, %out: f32):
+    %n = arith.mulf %in, %v : f32
+    linalg.yield %n : f32
+  } -> tensor<2x8x4x4xf32>
+  return %squares, %normalized : tensor<8xf32>, tensor<2x8x4x4xf32>
+}

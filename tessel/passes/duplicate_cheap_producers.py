@@ -13,6 +13,14 @@ from tessel.passes.registry import ModulePass, register
 MAX_DUPLICATED_BODY = 3
 
 
+def _dims_read(affine_map) -> list:
+    """The loop dim each result of an input's map reads (None: an expression), leaving
+    out a unit dim read at 0 (a batch norm's per-channel mean as [1, C, 1, 1] is read
+    through (0, d1, 0, 0)): such a read is a broadcast."""
+    return [position for position, expr in zip(ir.dim_positions(affine_map), affine_map.results)
+            if not (isinstance(expr, ir.AffineConstantExpr) and expr.value == 0)]
+
+
 def _in_order(producer: ir.Operation) -> bool:
     """Whether `producer` writes its points in loop order and reads each input in that
     order too (a broadcast, not a transpose: a reader fused with a transpose would read
@@ -20,7 +28,7 @@ def _in_order(producer: ir.Operation) -> bool:
     maps = ir.indexing_maps(producer)
     if not ir.is_identity_map(maps[-1]):
         return False
-    positions = [ir.dim_positions(m) for m in maps[:-1]]
+    positions = [_dims_read(m) for m in maps[:-1]]
     return all(None not in p and p == sorted(p) for p in positions)
 
 
@@ -29,7 +37,7 @@ def _full_rank_inputs(producer: ir.Operation) -> int:
     broadcast of fewer dims): each copy reads them all again."""
     loops = ir.indexing_maps(producer)[-1].n_dims
     return sum(1 for affine_map in ir.indexing_maps(producer)[:-1]
-               if len(affine_map.results) == loops)
+               if len(_dims_read(affine_map)) == loops)
 
 
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
@@ -77,7 +85,9 @@ class DuplicateCheapProducersPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         generics = ir.ops_where(module, lambda op: op.name == "linalg.generic")
         with module.context:
-            for producer in generics:
+            # Readers first: a producer of a copied producer (the f32 cast of the image
+            # that a batch norm's x - mean reads) then counts each copy as a reader.
+            for producer in reversed(generics):
                 if not elementwise_producer(producer, MAX_DUPLICATED_BODY) or \
                         not _in_order(producer) or _full_rank_inputs(producer) > 1:
                     continue
