@@ -61,6 +61,7 @@ from tessel.frontend.traced_outputs import as_traced
 from tessel.frontend.traced_facts import (
     computing_device,
     input_values,
+    output_stack_traces,
     resolve_target,
     static_inputs,
 )
@@ -246,10 +247,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
         if kind in ("forward", "backward"):
             signature.role = kind
         if not kind.endswith("_piece"):  # a piece replays in its split graph (split_graph.py)
-            outputs = next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0]
-            signature.output_stack_traces = [
-                o.meta.get("stack_trace") if isinstance(o, torch.fx.Node) else None
-                for o in outputs]
+            signature.output_stack_traces = output_stack_traces(gm)
         # check_accuracy needs the kernel IR of this compile, which the cache lacks.
         cache_key = (cache.graph_key(gm, options, target.name, any_layout)
                      if cacheable and target.caches_graphs and not options.check_accuracy

@@ -21,11 +21,11 @@ class IndexOutOfRange(TesselError, IndexError, RuntimeError):
 def replayed(target, host, signature: GraphSignature, graph_name: str, options: Options,
              kind: str):
     """A compiled graph's `host`, writing the inputs the graph mutates, replayed as
-    `options.mode` says (the writes too). A piece of an inference graph's split is
-    neither replayed nor put on its inputs' device by itself: the split that calls it
-    is, once per call for all its pieces (split_graph.py), as a split loaded from the
-    inference cache is."""
-    if kind == "inference_piece":
+    `options.mode` says (the writes too). A piece of a split graph compiled without
+    replays is neither replayed nor put on its inputs' device by itself: the split that
+    calls it is, once per call for all its pieces (split_graph.py), as a split loaded
+    from the inference cache is."""
+    if kind.endswith("_piece") and not options.replays():
         return writing_inputs(host, signature.mutated_inputs)
     return target.replayed(writing_inputs(host, signature.mutated_inputs), graph_name, options,
                            static_inputs=signature.static_inputs,

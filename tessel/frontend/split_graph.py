@@ -15,7 +15,12 @@ from tessel.frontend.native_ops import native_ops_in, native_reason, on_cuda
 from tessel.frontend.partition import MAX_ROUNDS, split_around
 from tessel.frontend.piece_layouts import handed_to_pieces, piece_call, restrided_readers
 from tessel.frontend.saved_layouts import SavedLayouts, taking_traced_layouts
-from tessel.frontend.traced_facts import input_values, resolve_target, static_inputs
+from tessel.frontend.traced_facts import (
+    input_values,
+    output_stack_traces,
+    resolve_target,
+    static_inputs,
+)
 from tessel.frontend.traced_outputs import as_traced
 from tessel.options import Options
 from tessel.stages import Stages
@@ -44,34 +49,39 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
     by `compile_piece`, or None if no piece is left to compile (or the split went
     MAX_ROUNDS deep).
 
-    An inference graph is replayed whole as the mode says (on the Triton target,
-    reduce-overhead captures it in one CUDA graph), its pieces without replays of their
-    own: one capture then holds the eager calls between the pieces too, and no piece
-    copies its inputs into a capture's buffers and its outputs out (for GPT-2's block,
-    split around its attention, those copies were most of its GPU time), and its pieces
-    find out once per call what its target's code checks at every call
-    (`Target.checking_once_per_call`). Split around
-    native ops only, it is also remembered for a later process (`memo`), as a whole
-    graph is, and its first call builds all its pieces' code at once
-    (`Target.building_pieces_together`), from a dry run in which those ops run on
+    A split graph is replayed whole as the mode says (on the Triton target,
+    reduce-overhead captures it in one CUDA graph, a training step's forward or
+    backward in the step's CUDA graph tree), its pieces without replays of their own:
+    one capture then holds the eager calls between the pieces too, and no piece copies
+    its inputs into a capture's buffers and its outputs out (for GPT-2's block, split
+    around its attention, those copies were most of its GPU time; ResNet-50's backward,
+    split around its 53 convolution backwards, spent 20 ms of host time a step
+    replaying its pieces one by one), and its pieces find out once per call what its
+    target's code checks at every call (`Target.checking_once_per_call`). An inference
+    graph split around native ops only is also remembered for a later process
+    (`memo`), as a whole graph is, and its first call builds all its pieces' code at
+    once (`Target.building_pieces_together`), from a dry run in which those ops run on
     unwritten buffers: a node split around because it failed to compile might read
     indices from them, and is never run so. A graph that communicates has neither
     replay nor dry run (they would run its collectives), nor a remembered split (it
-    names this process's groups)."""
+    names this process's groups): a training graph's pieces then replay each on its
+    own, its collectives between them."""
     inference = kind == "inference"
-    found = _split_pieces(gm, options.without_replay() if inference else options, kind,
+    communicating = communicates(gm)
+    pieces_replay = communicating and not inference
+    found = _split_pieces(gm, options if pieces_replay else options.without_replay(), kind,
                           failing, depth, compile_piece)
     if found is None:
         return None
     split, pieces = found
     stages.write("split_graph.py", lambda: split.print_readable(print_output=False))
-    if not inference:
+    if pieces_replay:
         return split
     target = get_target(resolve_target(options, input_values(gm)))
     checked = target.checking_once_per_call(split)
-    if communicates(gm):  # on its inputs' device, which its pieces do not guard
+    if communicating:  # on its inputs' device, which its pieces do not guard
         return target.replayed(checked, stages.dump.graph_name, options.without_replay())
-    if not failing:
+    if inference and not failing:
         if memo is not None:
             memo.remember_split(gm, split, pieces, native_ops_in(gm), target.name)
         # Its checks would compare the dry run's garbage, and its writes store it.
@@ -80,6 +90,8 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
     return target.replayed(checked, stages.dump.graph_name, options,
                            static_inputs=static_inputs(gm, kind),
                            mutated_inputs=mutated_inputs(gm),
+                           role=kind if kind in ("forward", "backward") else "inference",
+                           output_stack_traces=output_stack_traces(gm),
                            runs_cpu_pieces=_cuda_device(gm) is not None and any(
                                _cuda_device(piece) is None for piece in pieces.values()))
 

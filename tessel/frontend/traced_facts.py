@@ -37,6 +37,14 @@ def static_inputs(gm: torch.fx.GraphModule, kind: str) -> frozenset[int]:
     return frozenset(indices)
 
 
+def output_stack_traces(gm: torch.fx.GraphModule) -> list[str | None]:
+    """The stack trace of each of `gm`'s outputs (None for one without), which the CUDA
+    graph trees name in their errors."""
+    outputs = next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0]
+    return [o.meta.get("stack_trace") if isinstance(o, torch.fx.Node) else None
+            for o in outputs]
+
+
 def computing_device(gm: torch.fx.GraphModule) -> str | None:
     """The device of the tensors `gm` computes, as traced: its first tensor with dims
     (a 0-d CPU scalar mixes with tensors of any device), else its first tensor."""
