@@ -635,30 +635,27 @@ def test_a_cache_update_compiles_to_ptx_for_sm90(tmp_path):
     assert "st.global" in ptx
 
 
-def test_a_walked_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path):
-    """A tile of rows too long for one block, walked in chunks (loop-carried [32, BLOCK]
-    accumulators), compiles for a GPU too."""
-    x = torch.randn(4, 3000, 45, dtype=torch.bfloat16)
-    compile_triton(lambda x: (x * x).sum(1), tmp_path / "dump")(x)
-    kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    walked = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?"
-                        r"tl.full\(\[32, BLOCK\], 0, tl.float32\)\n    for start",
-                        kernels_file.read_text(), re.DOTALL)
-    assert len(walked) == 1
-    assert "st.global" in _ptx_for_sm90(kernels_file, walked[0], "*bf16", {"BLOCK": 128})
+# Kernels holding a tile of rows: (function, bf16 input shape, the kernel's pattern, BLOCK).
+_TILES_FOR_PTX = {
+    "held": (_normalized_over_tokens, (2, 196, 3, 4, 48),
+             r"row = tl.program_id\(0\) \* \d+ \+ tl.arange\(0, \d+\)\[:, None\]", 256),
+    # Too long for one block: walked in chunks, its accumulators loop-carried tiles.
+    "walked": (lambda x: (x * x).sum(1), (4, 3000, 45),
+               r"tl.full\(\[32, BLOCK\], 0, tl.float32\)\n    for start", 128),
+}
 
 
-def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path):
+@pytest.mark.parametrize("case", sorted(_TILES_FOR_PTX))
+def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path, case):
     """The interpreter takes shapes that Triton's compiler refuses: a kernel holding a
     tile of rows (row_tiles.py) also compiles for a GPU."""
-    x = torch.randn(2, 196, 3, 4, 48, dtype=torch.bfloat16)
-    compile_triton(_normalized_over_tokens, tmp_path / "dump")(x)
+    fn, shape, pattern, block = _TILES_FOR_PTX[case]
+    compile_triton(fn, tmp_path / "dump")(torch.randn(shape, dtype=torch.bfloat16))
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    tiled = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?"
-                       r"row = tl.program_id\(0\) \* \d+ \+ tl.arange\(0, \d+\)\[:, None\]",
+    tiled = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?" + pattern,
                        kernels_file.read_text(), re.DOTALL)
     assert len(tiled) == 1
-    assert "st.global" in _ptx_for_sm90(kernels_file, tiled[0], "*bf16", {"BLOCK": 256})
+    assert "st.global" in _ptx_for_sm90(kernels_file, tiled[0], "*bf16", {"BLOCK": block})
 
 
 def test_gemm_template_compiles_to_tensor_core_ptx_for_sm90(tmp_path):
