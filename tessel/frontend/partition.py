@@ -22,6 +22,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from tessel.frontend.collectives import communicates, overlap_communication
+from tessel.frontend.identity_copies import drop_identity_copies
 from tessel.frontend.input_mutations import input_copies
 
 MAX_ROUNDS = 8
@@ -52,6 +53,7 @@ def split_around(gm: torch.fx.GraphModule, excluded: Callable[[torch.fx.Node], b
     # A copy of the graph only, sharing gm's tensors: deep-copying the GraphModule
     # copies its example values too, which fails for fake CUDA tensors.
     copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    drop_identity_copies(copied.graph)
     if communicates(copied):
         overlap_communication(copied.graph)
         split = fuse_by_partitions(copied, _runs_in_program_order(copied.graph, excluded))
