@@ -204,6 +204,30 @@ def test_ratio_to_inductor_normalizes_by_each_rows_eager():
     assert "vs_inductor" not in rows[1]
 
 
+def test_a_row_run_in_several_processes_reports_its_median_one(tmp_path):
+    """suite --processes 3: three rows of one key, each its own process; the report
+    takes the one of median tokens/s with the range, and a failed run shows."""
+    args = suite.parse_args(["--models", "hf_llama", "--kinds", "generate", "--backends",
+                             "mlir", "--processes", "3"])
+    assert [task.process for task in suite.tasks_of(args)] == [1, 2, 3]
+
+    def run(process, tokens, status="pass"):
+        return {"model": "hf_llama", "kind": "generate", "backend": "mlir",
+                "mode": "default", "device": "cuda", "dtype": "bf16", "tiny": False,
+                "options": None, "process": process, "status": status,
+                "tokens_per_s": tokens}
+    results = tmp_path / "rows.jsonl"
+    results.write_text("".join(json.dumps(run(p, t)) + "\n"
+                               for p, t in ((1, 900.0), (2, 1400.0), (3, 1100.0))))
+    (row,) = report.load_rows(results)
+    assert (row["process"], row["tokens_per_s"], row["measure_range"]) == (3, 1100.0, (900.0, 1400.0))
+    assert "1100 (900 to 1400, 3 processes)" == report.measured_cell(row, "tokens_per_s", ".0f")
+    with open(results, "a") as out:
+        out.write(json.dumps(run(2, None, "fail_to_run")) + "\n")  # a rerun of process 2
+    (row,) = report.load_rows(results)
+    assert row["status"] == "fail_to_run" and row["processes"] == 3
+
+
 def test_a_train_row_runs_nothing_eagerly_only_with_a_compiled_backward():
     row = {"model": "m", "kind": "train", "backend": "mlir", "graphs_compiled": 2,
            "forward_graphs_compiled": 2, "backward_graphs_compiled": 0, "graphs_fallback": 0,

@@ -39,13 +39,34 @@ COLUMNS = ("model", "source", "kind", "dtype", "backend", "mode", "status", "spe
 
 
 def load_rows(path: Path) -> list[dict]:
-    """The results' rows, the last of each key where a row was run again."""
+    """The results' rows, the last of each key where a row was run again; of a row run
+    in several processes (suite --processes), the median one (median_process)."""
     rows = {}
     for line in path.read_text().splitlines():
         if line.strip():
             row = json.loads(line)
             rows[row_key(row)] = row
-    return list(rows.values())
+    processes: dict[tuple, list[dict]] = {}
+    for row in rows.values():
+        processes.setdefault(row_key(row, with_process=False), []).append(row)
+    return [median_process(runs) for runs in processes.values()]
+
+
+def median_process(runs: list[dict]) -> dict:
+    """Of one row's runs in separate processes, a failed one if any (a failure shows),
+    else the one whose measure (tokens/s for a generate row, else the speedup over
+    eager) is the median, the lower of two; with the number of runs and the measure's
+    range among them."""
+    if len(runs) == 1:
+        return runs[0]
+    failed = [run for run in runs if not passed(run)]
+    if failed:
+        return failed[0] | {"processes": len(runs)}
+    measure = "tokens_per_s" if runs[0]["kind"] == "generate" else "speedup"
+    ordered = sorted(runs, key=lambda run: run.get(measure) or 0.0)
+    values = [run.get(measure) or 0.0 for run in ordered]
+    return ordered[(len(ordered) - 1) // 2] | {"processes": len(runs),
+                                                "measure_range": (values[0], values[-1])}
 
 
 def nothing_eager(row: dict) -> bool | None:
@@ -147,6 +168,17 @@ def bool_cell(value) -> str:
     return "—" if value is None else ("yes" if value else "no")
 
 
+def measured_cell(row: dict, key: str, spec: str, unit: str = "") -> str:
+    """row[key] formatted; where the row is the median of its processes and `key` their
+    measure, with the measure's range among them."""
+    cell = fmt(row.get(key), spec, unit)
+    if "measure_range" in row and key == ("tokens_per_s" if row["kind"] == "generate"
+                                          else "speedup"):
+        low, high = row["measure_range"]
+        cell += f" ({fmt(low, spec, unit)} to {fmt(high, spec, unit)}, {row['processes']} processes)"
+    return cell
+
+
 def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
     out = [f"# Model suite on {device}", ""] + header(rows) + ["", "## Summary", ""]
     out += table(
@@ -168,7 +200,7 @@ def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
              "first call s", "graphs compiled / split / fallback", "kernels", "peak MiB",
              "fallback reasons or error"],
             [[r["model"], r["source"], r["mode"], r["backend"], r["status"],
-              fmt(r.get("speedup"), ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
+              measured_cell(r, "speedup", ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
               fmt(r.get("first_call_s"), ".1f"), graphs_cell(r),
               str(r.get("kernels", "—")), fmt(r["peak_memory_mib"], ".0f"),
               truncated(r.get("error") or r.get("fallback_reasons"))]
@@ -181,7 +213,7 @@ def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
              "vs inductor", "leading tokens equal eager's", "first step's logits same",
              "first call s", "fallback reasons or error"],
             [[r["model"], r["mode"], r["backend"], r["status"],
-              fmt(r.get("eager_tokens_per_s"), ".0f"), fmt(r.get("tokens_per_s"), ".0f"),
+              fmt(r.get("eager_tokens_per_s"), ".0f"), measured_cell(r, "tokens_per_s", ".0f"),
               fmt(r.get("speedup"), ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
               f"{r['matching_tokens']}/{r['new_tokens']}" if "matching_tokens" in r else "—",
               bool_cell(r.get("first_logits_same")), fmt(r.get("first_call_s"), ".1f"),
@@ -197,7 +229,7 @@ def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
              "graphs compiled (forward / backward) / split / fallback", "kernels", "peak MiB",
              "inaccurate tensors, fallback reasons or error"],
             [[r["model"], r["source"], r["dtype"], r["mode"], r["backend"], r["status"],
-              fmt(r.get("speedup"), ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
+              measured_cell(r, "speedup", ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
               fmt(r.get("first_call_s"), ".1f"), graphs_cell(r), str(r.get("kernels", "—")),
               fmt(r["peak_memory_mib"], ".0f"),
               truncated(r.get("error") or r.get("inaccurate") or r.get("fallback_reasons"))]

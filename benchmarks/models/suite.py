@@ -51,28 +51,34 @@ class Task:
     backend: str
     mode: str
     dtype: str      # the run's, or the one its row is pinned to
+    process: int = 1  # which of the row's --processes
 
     @property
     def label(self) -> str:
         kind = "" if self.spec.kind == "forward" else f" {self.spec.kind}"
         dtype = f" {self.dtype}" if self.spec.dtype else ""
-        return f"{self.spec.name}{kind}{dtype} {self.backend} {self.mode}"
+        again = f" #{self.process}" if self.process > 1 else ""
+        return f"{self.spec.name}{kind}{dtype} {self.backend} {self.mode}{again}"
 
     @property
     def file_stem(self) -> str:
-        return f"{self.spec.name}.{self.spec.kind}.{self.dtype}.{self.backend}.{self.mode}"
+        return (f"{self.spec.name}.{self.spec.kind}.{self.dtype}.{self.backend}.{self.mode}"
+                f".{self.process}")
 
     def fields(self, args: argparse.Namespace) -> dict:
         """The row's fields that say what it measured (row_key's)."""
         return {"model": self.spec.name, "source": self.spec.source, "kind": self.spec.kind,
                 "backend": self.backend, "mode": self.mode, "device": args.device.split(":")[0],
-                "dtype": self.dtype, "tiny": args.tiny, "options": args.options}
+                "dtype": self.dtype, "tiny": args.tiny, "options": args.options,
+                "process": self.process}
 
 
-def row_key(row: dict) -> tuple:
-    """What identifies a row across runs: a rerun with these skips it."""
-    return (row["model"], row["kind"], row["backend"], row["mode"], row["device"], row["dtype"],
-            row["tiny"], json.dumps(row["options"], sort_keys=True))
+def row_key(row: dict, with_process: bool = True) -> tuple:
+    """What identifies a row across runs: a rerun with these skips it. Without its
+    process: what the --processes runs of one row share."""
+    key = (row["model"], row["kind"], row["backend"], row["mode"], row["device"], row["dtype"],
+           row["tiny"], json.dumps(row["options"], sort_keys=True))
+    return key + (row.get("process", 1),) if with_process else key
 
 
 def git_commit() -> str | None:
@@ -102,9 +108,11 @@ def tasks_of(args: argparse.Namespace) -> list[Task]:
     for spec in specs:
         for mode in args.modes:
             for backend in args.backends:
-                task = Task(spec, backend, mode, spec.dtype_in(args.dtype))
-                # A row pinned to the run's own dtype is the model's unpinned row again.
-                tasks.setdefault((spec.name, spec.kind, task.dtype, backend, mode), task)
+                for process in range(1, args.processes + 1):
+                    task = Task(spec, backend, mode, spec.dtype_in(args.dtype), process)
+                    # A row pinned to the run's own dtype is the model's unpinned row again.
+                    tasks.setdefault((spec.name, spec.kind, task.dtype, backend, mode, process),
+                                     task)
     shard, shards = args.shard
     return list(tasks.values())[shard - 1::shards]
 
@@ -316,6 +324,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="i/n: every n-th row from the i-th (1-based)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per row")
     parser.add_argument("--jobs", type=int, default=1, help="processes at once")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="run each row in this many processes; the report shows the "
+                             "median one (rows bound by host time move between processes)")
     parser.add_argument("--gpus", type=int, default=None,
                         help="spread the processes over this many cards of the host, each "
                              "row on one (default: each process sees what the machine shows)")
@@ -343,8 +354,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--device must be cpu or cuda")
     args.dtype = args.dtype or ("bf16" if device == "cuda" else "fp32")
     args.modes = args.modes or (list(MODES) if device == "cuda" else ["default"])
-    if args.jobs < 1:
-        parser.error("--jobs must be at least 1")
+    if args.jobs < 1 or args.processes < 1:
+        parser.error("--jobs and --processes must be at least 1")
     if args.gpus is not None and (args.gpus < 1 or device != "cuda"):
         parser.error("--gpus takes a number of cards, at least 1, and --device cuda")
     if args.results is None:
