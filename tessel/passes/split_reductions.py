@@ -75,7 +75,7 @@ def _per_channel_of_an_image(op: ir.Operation, reduced: list[int]) -> bool:
     GPU target holds such images channels-last (targets/triton/layouts.py), so each
     channel's values lie across memory, C apart."""
     inputs = len(op.operands) - len(op.results)
-    for operand, affine_map in zip(op.operands[:inputs], ir.indexing_maps(op)):
+    for affine_map in ir.indexing_maps(op)[:inputs]:
         positions = ir.dim_positions(affine_map)
         if not 3 <= len(positions) <= 5 or None in positions:
             continue
