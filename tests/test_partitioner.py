@@ -44,3 +44,25 @@ def test_forward_saves_what_the_partitioner_chooses(partitioner, saved):
 def test_min_cut_is_the_default():
     torch.compile(loss_of, backend="mlir")(linear_gelu(), torch.randn(BATCH, FEATURES)).backward()
     assert tessel.stats()["tensors_saved_for_backward"] == 1
+
+
+def test_a_cross_entropy_saves_row_statistics_not_the_log_probabilities():
+    # A language model's loss: log_softmax decomposed before the partition (as Inductor
+    # does), so the forward saves each row's max and log-sum-exp, and the backward
+    # recomputes the log-probabilities from the bf16 logits it holds anyway. Whole, the
+    # op's f32 output (rows x classes x 4 bytes) was saved.
+    rows, classes = 64, 1000
+    logits = torch.randn(rows, classes, dtype=torch.bfloat16, requires_grad=True)
+    targets = torch.randint(0, classes, (rows,))
+    targets[::7] = -100  # ignored rows
+
+    def loss(x, t):
+        return torch.nn.functional.cross_entropy(x.float(), t)
+
+    torch.compile(loss, backend="mlir")(logits, targets).backward()
+    compiled_grad, logits.grad = logits.grad, None
+    loss(logits, targets).backward()
+    counters = assert_compiled(min_graphs=2)
+    # Two f32 values a row, and the loss's f32 divisor (the rows not ignored).
+    assert counters["bytes_saved_for_backward"] == 2 * rows * 4 + 4
+    torch.testing.assert_close(compiled_grad, logits.grad)

@@ -35,6 +35,32 @@ def fma(a, b, c):
     return a * b + c
 
 
+def nll_loss_backward_as_select(grad_output, x, target, weight, reduction, ignore_index,
+                                total_weight):
+    """nll_loss's backward as a select on the class index, where PyTorch's decomposition
+    scatters into zeros: element-wise, it fuses into the log_softmax backward that reads
+    it instead of filling, copying and scattering a logits-sized tensor (as Inductor's
+    scatter-upon-constant pattern does), and it reads `x` for its shape alone, so the
+    partitioner need not save the log-probabilities for it."""
+    channel_dim = 0 if x.dim() < 2 else 1
+    if reduction == 1:  # mean
+        grad_output = grad_output / total_weight
+    if x.dim() == 1 and target.dim() > 0:  # as the kernel: only target[0] counts
+        target = target[0]
+    target = target.unsqueeze(channel_dim)
+    classes = torch.arange(x.shape[channel_dim], device=x.device)
+    if x.dim() == 2:
+        classes = classes.unsqueeze(0)
+    if x.dim() > grad_output.dim() > 0:
+        grad_output = grad_output.unsqueeze(channel_dim)
+    if weight is not None:
+        shape = [1] * x.dim()
+        shape[channel_dim] = weight.shape[0]
+        grad_output = grad_output * weight.reshape(shape)
+    grad_output = torch.where(target != ignore_index, grad_output, 0)
+    return torch.where(classes == target, -grad_output, 0).to(x.dtype)
+
+
 def flash_attention_for_cpu_backward(grad_out, query, key, value, out, attention, dropout_p,
                                       is_causal, attn_mask=None, scale=None):
     """The CPU flash-attention backward (training through SDPA) as matmuls.
@@ -249,10 +275,23 @@ def torch_mlir_table() -> dict:
 @functools.cache
 def before_autograd_table() -> dict:
     """What aot_autograd itself decomposes, before it splits forward from backward
-    (frontend/decompose.py applies the rest later): the CPU flash attention where it is
-    differentiated, whose decomposition saves another tensor for the backward than the
-    kernel does (`flash_attention_for_cpu_backward`), so both graphs must see it. Where
-    nothing is differentiated (an inference graph), the kernel stays: a native op."""
+    (frontend/decompose.py applies the rest later):
+
+    - the CPU flash attention where it is differentiated, whose decomposition saves
+      another tensor for the backward than the kernel does
+      (`flash_attention_for_cpu_backward`), so both graphs must see it. Where nothing is
+      differentiated (an inference graph), the kernel stays: a native op;
+    - log_softmax and its backward, as Inductor does: whole, the op's f32 output is what
+      the backward reads, so the partitioner saved it (a language model's loss: 4 bytes
+      a logit written in the forward and read in the backward, GPT-2's 4096 x 50257 is
+      823 MB). Decomposed, it saves the row's max and log-sum-exp, and the backward
+      recomputes the rest from the logits, in their own dtype, that it holds anyway;
+    - nll_loss's backward, whose decomposition reads the log-probabilities for their
+      shape alone (`nll_loss_backward_as_select`): whole, it made the partitioner save them;
+    - detach, an alias: the partitioner takes a value that the backward reads through a
+      detach (an op's output that autograd saved) as one to materialize, never to
+      recompute, as it would log_softmax's.
+    """
     table = decomposition_table()
     forward = aten._scaled_dot_product_flash_attention_for_cpu.default
     backward = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
@@ -264,7 +303,10 @@ def before_autograd_table() -> dict:
             return NotImplemented
         return table[forward](query, key, value, *args, **kwargs)
 
-    return {forward: flash_attention_for_cpu_if_differentiated, backward: table[backward]}
+    loss_ops = (aten._log_softmax.default, aten._log_softmax_backward_data.default,
+                aten.nll_loss_backward.default, aten.detach.default)
+    return {forward: flash_attention_for_cpu_if_differentiated, backward: table[backward],
+            **{op: table[op] for op in loss_ops}}
 
 
 @functools.cache
@@ -280,6 +322,7 @@ def decomposition_table() -> dict:
     table[aten.as_strided.default] = as_strided_as_view
     table[aten.convolution.default] = convolution
     table[aten.constant_pad_nd.default] = constant_pad_nd_with_crops
+    table[aten.nll_loss_backward.default] = nll_loss_backward_as_select
     table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = (
         flash_attention_for_cpu_backward)
     table.update(half_precision_decompositions(table))
