@@ -4,7 +4,9 @@
 view), and padded with the slice copied out contiguous (what a returned result costs:
 frontend/traced_outputs.py lays it out as eager's), with and without a bias (addmm);
 and Inductor's compile of the unpadded product (its pad_mm pads where it pays), with the
-strides of the result it returns.
+strides of the result it returns. Then gemms whose ragged K is an activation's width
+(MLP-Mixer's token mixing in a training step), memory-bound: unpadded, and with x padded
+at each call, the pad timed with the product.
 
     python -m benchmarks.padded_gemm        # on a CUDA machine
 
@@ -22,6 +24,9 @@ import torch.nn.functional as F
 # (M, K, N): 8 x 512 tokens through the suite's LM heads.
 SHAPES = [(4096, 768, 50257), (4096, 768, 30522), (4096, 768, 50265), (4096, 1024, 30522),
           (4096, 1536, 128100)]
+# (M, K, N) with K ragged: mixer_b16_224's token-mixing gemms at batch 32 (and their
+# multiply-adds per element moved: 129, below pad-contractions' min-intensity).
+RAGGED_K_SHAPES = [(24576, 196, 384), (6144, 196, 384)]
 MULTIPLE = 16
 CALLS = 30
 
@@ -65,6 +70,14 @@ def main() -> None:
             print(f"  {m} x {k} x {n}{'' if bias is None else ' + bias'}: unpadded "
                   f"{unpadded:.3f}, padded {padded:.3f}, padded and copied out {copied:.3f}, "
                   f"Inductor {compiled:.3f} (result strides {stride})")
+
+    for m, k, n in RAGGED_K_SHAPES:
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        weight = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        padded_weight = F.pad(weight, (0, -k % MULTIPLE))
+        unpadded = milliseconds(functools.partial(product, x, weight, None))
+        padded = milliseconds(lambda: product(F.pad(x, (0, -k % MULTIPLE)), padded_weight, None))
+        print(f"  {m} x {k} x {n}: unpadded {unpadded:.3f}, x padded at each call {padded:.3f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 // RUN: %opt %s --split-input-file -p pad-contractions | filecheck %s
-// RUN: %opt %s --split-input-file -p 'pad-contractions{multiple=8 min-multiply-adds=1 max-overhead=2.0}' | filecheck %s --check-prefix=SMALL
+// RUN: %opt %s --split-input-file -p 'pad-contractions{multiple=8 min-multiply-adds=1 max-overhead=2.0 min-intensity=0}' | filecheck %s --check-prefix=SMALL
 
 // 1000x1000x1000 bf16: each dim rounds up to 1008 (+2.4% work): padded, sliced back.
 // CHECK-LABEL: func.func @bf16_matmul
@@ -103,4 +103,16 @@ func.func @negative_producer_not_zero_preserving(%a: tensor<4096x768xbf16>, %b: 
   %y = linalg.matmul ins(%a, %b : tensor<4096x768xbf16>, tensor<768x30522xbf16>) outs(%c : tensor<4096x30522xf32>) -> tensor<4096x30522xf32>
   %z = linalg.matmul ins(%f, %b : tensor<4096x768xf16>, tensor<768x30522xbf16>) outs(%empty : tensor<4096x30522xf32>) -> tensor<4096x30522xf32>
   return %y, %z : tensor<4096x30522xf32>, tensor<4096x30522xf32>
+}
+
+// -----
+
+// MLP-Mixer's token mixing in a training step: K = 196 is ragged, but the gemm is
+// memory-bound (129 multiply-adds per element moved): a pad would cost more than the
+// aligned kernel gains.
+// CHECK-LABEL: func.func @negative_memory_bound
+// CHECK-NOT:     tensor.pad
+func.func @negative_memory_bound(%a: tensor<24576x196xbf16>, %b: tensor<196x384xbf16>, %c: tensor<24576x384xbf16>) -> tensor<24576x384xbf16> {
+  %y = linalg.matmul ins(%a, %b : tensor<24576x196xbf16>, tensor<196x384xbf16>) outs(%c : tensor<24576x384xbf16>) -> tensor<24576x384xbf16>
+  return %y : tensor<24576x384xbf16>
 }

@@ -34,8 +34,15 @@ class PadContractionsPass(ModulePass):
     handles ragged sizes itself, so the cpu pipeline does not run this pass), whatever
     its accumulator's (a half gemm accumulates in f32), (2) its shape is static and
     some m/n/k is not a multiple of `multiple`, (3) padding grows m*n*k by at most
-    `max-overhead` (a fraction), and (4) m*n*k is at least `min-multiply-adds`, so that
-    the copies the padding costs are small next to the multiply.
+    `max-overhead` (a fraction), (4) m*n*k is at least `min-multiply-adds`, so that
+    the copies the padding costs are small next to the multiply, and (5) the gemm is
+    compute-bound: its multiply-adds per element it reads or writes,
+    m*n*k / (m*k + k*n + m*n), are at least `min-intensity`. Only there does an aligned
+    kernel gain more than the pad costs: a pad of an operand computed at each call is an
+    allocation, a fill and a copy in the host program (MLP-Mixer's token-mixing gemms,
+    24576 x 196 x 384 in a training step, intensity 129: 113 pads a step, which Inductor
+    does not pad). The default is Inductor's pad_mm threshold on an H100: half its bf16
+    machine balance, 989 TFLOP/s over 3.35 TB/s.
 
     An accumulator that an element-wise generic computes from smaller tensors (a bias
     broadcast along the rows, widened) is padded at those tensors: the padded gemm
@@ -48,6 +55,7 @@ class PadContractionsPass(ModulePass):
     element_types: str = "f16,bf16"
     max_overhead: float = 0.25
     min_multiply_adds: int = 1 << 20
+    min_intensity: float = 150.0
 
     def run(self, module: ir.Operation) -> None:
         types = set(self.element_types.split(","))
@@ -85,8 +93,10 @@ class PadContractionsPass(ModulePass):
         sizes = [m, n, k]
         padded = [_round_up(s, self.multiple) for s in sizes]
         work, padded_work = m * n * k, padded[0] * padded[1] * padded[2]
+        intensity = work / (m * k + k * n + m * n)
         return (padded != sizes and work >= self.min_multiply_adds
-                and padded_work <= work * (1 + self.max_overhead))
+                and padded_work <= work * (1 + self.max_overhead)
+                and intensity >= self.min_intensity)
 
 
 def _is_zero(value: ir.Value) -> bool:

@@ -195,12 +195,30 @@ def _dense(size: tuple[int, ...], stride: tuple[int, ...]) -> bool:
 
 def _skipped_fill(value: ir.Value) -> bool:
     """Whether `value` is a constant fill of a kernel of its own that only kernels
-    read: the host does not launch it, and its readers use the constant
-    (kernel_source.fill_constant)."""
+    read, and scatters that start from it: the host does not launch it, its kernel
+    readers use the constant (kernel_source.fill_constant), and each scatter starts
+    from a fill of its own (`starting_from`), not from a copy of a shared one."""
     owner = ir.operation_of(value.owner)
+    if owner is not None and owner.name == "arith.constant":  # a splat: kernels may load it
+        return isinstance(value.type, ir.ShapedType) and all(map(_starts_a_scatter, value.uses))
     return owner is not None and owner.name == "tkern.kernel" and len(owner.results) == 1 \
         and fill_constant(value) is not None \
-        and all(is_kernel(_main_level_user(use)) for use in value.uses)
+        and all(is_kernel(_main_level_user(use)) or _starts_a_scatter(use) for use in value.uses)
+
+
+def _fill_literal(value: ir.Value) -> str:
+    """The constant that a skipped fill (`_skipped_fill`) holds everywhere."""
+    owner = ir.operation_of(value.owner)
+    if owner.name == "arith.constant":
+        return scalar_literal(owner.attributes["value"])
+    return fill_constant(value)
+
+
+def _starts_a_scatter(use) -> bool:
+    """Whether `use` is the original value of a scatter that the host runs."""
+    user = ir.operation_of(use.owner)
+    return user.name == "tm_tensor.scatter" and use.operand_number == 2 \
+        and _main_level_user(use).name == "tkern.library_call"
 
 
 def _main_level_user(use) -> ir.Operation:
@@ -824,6 +842,8 @@ class _HostWriter:
 
     def constant(self, op: ir.Operation) -> None:
         result = op.results[0]
+        if result in self.skipped_fills:
+            return
         if not isinstance(result.type, ir.ShapedType):
             # A literal inside the kernels; the host reads it in size arithmetic.
             self.names[result] = scalar_literal(op.attributes["value"])
@@ -1028,7 +1048,7 @@ class _HostWriter:
         with self.reading() as reads:
             if original in self.skipped_fills:
                 shape = _shape_text(list(original.type.shape))
-                base = (f"torch.full({shape}, {fill_constant(original)}, "
+                base = (f"torch.full({shape}, {_fill_literal(original)}, "
                         f"dtype={TORCH_DTYPES[element_name(original)]}, device=device)")
             else:
                 base = f"{self.name_of(original)}.clone()"
