@@ -1597,6 +1597,49 @@ def test_scatters_into_zeros_start_from_fills_of_their_own_not_copies(tmp_path):
     assert ".clone()" not in host, host
 
 
+@pytest.mark.parametrize("shape, index_rows, update_shape", [
+    ((10, 4), [[1], [3], [1], [0], [9], [3]], (6, 1, 4)),           # an embedding's rows
+    ((3, 5, 7), [[0, 1, 2], [2, 4, 6], [0, 1, 2], [1, 0, 0]], (4,)),  # a gather's elements
+])
+def test_an_accumulating_scatter_adds_at_offsets_as_index_put_would(shape, index_rows,
+                                                                    update_shape):
+    """host_program.scatter's atomic path (index_add_ at each element's flat offset)
+    against index_put_'s (taken where deterministic algorithms are asked for)."""
+    from tessel.targets.triton.host_program import scatter
+    torch.manual_seed(0)
+    indices, updates = torch.tensor(index_rows), torch.randn(update_shape)
+    added, put = torch.randn(shape), None
+    put = added.clone()
+    scatter(added, indices, updates, accumulate=True)
+    torch.use_deterministic_algorithms(True)
+    try:
+        scatter(put, indices, updates, accumulate=True)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    torch.testing.assert_close(added, put)
+
+
+def test_a_gather_s_backward_scatters_into_index_rows_assembled_without_copies(tmp_path):
+    """torch-mlir scatters a gather's gradient with one index row per element, its
+    columns inserted one by one into an index tensor: into a fill of its own, each
+    insert in place (host_records.taking_dead_copies), where each was a copy of the
+    whole index tensor (DeBERTa's relative attention: 600 MB each)."""
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    index = torch.randint(0, 8, (2, 3, 5))
+
+    def pick(x, i):
+        return torch.gather(x, 2, i) * 2
+    grad = torch.randn(2, 3, 5)
+    compile_triton(pick, tmp_path / "dump")(x, index).backward(grad)
+    compiled, x.grad = x.grad, None
+    pick(x, index).backward(grad)
+    torch.testing.assert_close(compiled, x.grad)
+    assert_compiled(2)
+    (host,) = tmp_path.glob("dump/*_backward/*_host_program.py")
+    host = host.read_text()
+    assert "accumulate=True" in host and ".clone()" not in host, host
+
+
 def test_a_static_cache_update_scatters_single_elements():
     """transformers' static KV cache writes new positions with index_copy_, which
     torch-mlir scatters as [N, 1, 1, 1, 1] updates into the [B, H, S, D] cache, one

@@ -40,6 +40,7 @@ from tessel.targets.triton.host_records import (
     printed,
     reusing_buffers,
     skipping_unread_views,
+    taking_dead_copies,
     writing_in_place,
 )
 from tessel.targets.triton.in_place_writes import overwritable_inputs
@@ -196,14 +197,15 @@ def _dense(size: tuple[int, ...], stride: tuple[int, ...]) -> bool:
 def _skipped_fill(value: ir.Value) -> bool:
     """Whether `value` is a constant fill of a kernel of its own that only kernels
     read, and scatters that start from it: the host does not launch it, its kernel
-    readers use the constant (kernel_source.fill_constant), and each scatter starts
-    from a fill of its own (`starting_from`), not from a copy of a shared one."""
+    readers use the constant (kernel_source.fill_constant), and each scatter or
+    inserted slice starts from a fill of its own (`filled_or_copied`), not from a copy
+    of a shared one."""
     owner = ir.operation_of(value.owner)
     if owner is not None and owner.name == "arith.constant":  # a splat: kernels may load it
-        return isinstance(value.type, ir.ShapedType) and all(map(_starts_a_scatter, value.uses))
+        return isinstance(value.type, ir.ShapedType) and all(map(_host_writes_a_copy, value.uses))
     return owner is not None and owner.name == "tkern.kernel" and len(owner.results) == 1 \
         and fill_constant(value) is not None \
-        and all(is_kernel(_main_level_user(use)) or _starts_a_scatter(use) for use in value.uses)
+        and all(is_kernel(_main_level_user(use)) or _host_writes_a_copy(use) for use in value.uses)
 
 
 def _fill_literal(value: ir.Value) -> str:
@@ -214,9 +216,12 @@ def _fill_literal(value: ir.Value) -> str:
     return fill_constant(value)
 
 
-def _starts_a_scatter(use) -> bool:
-    """Whether `use` is the original value of a scatter that the host runs."""
+def _host_writes_a_copy(use) -> bool:
+    """Whether `use` is a value that the host copies to write into: the original of a
+    scatter it runs, or the destination of a slice it inserts."""
     user = ir.operation_of(use.owner)
+    if user.name == "tensor.insert_slice":
+        return use.operand_number == 1 and user.parent.name == "func.func"
     return user.name == "tm_tensor.scatter" and use.operand_number == 2 \
         and _main_level_user(use).name == "tkern.library_call"
 
@@ -232,7 +237,8 @@ def _main_level_user(use) -> ir.Operation:
 
 def scatter(buffer: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor,
             accumulate: bool) -> None:
-    """`scatter(...)` in host programs: tm_tensor.scatter as index_put_. Row i of
+    """`scatter(...)` in host programs: tm_tensor.scatter as index_put_ (an
+    accumulating one as index_add_: `_add_at_offsets`). Row i of
     `indices` addresses `buffer`'s leading dims, one column per dim, and the slice
     updates[i] fills its trailing dims. Where the slice spans indexed dims too, it
     starts at the index there: torch-mlir scatters an embedding's gradient as [N, 1, D]
@@ -254,7 +260,27 @@ def scatter(buffer: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor,
             along[1 + position] = updates.shape[1 + position]
             column = column + torch.arange(along[1 + position], device=column.device).view(along)
         columns.append(column)
-    buffer.index_put_(columns, updates, accumulate=accumulate)
+    if accumulate and buffer.is_contiguous() and not torch.are_deterministic_algorithms_enabled():
+        _add_at_offsets(buffer, columns, updates)
+    else:
+        buffer.index_put_(columns, updates, accumulate=accumulate)
+
+
+def _add_at_offsets(buffer: torch.Tensor, columns: list[torch.Tensor],
+                    updates: torch.Tensor) -> None:
+    """`buffer.index_put_(columns, updates, accumulate=True)` as index_add_ into the
+    contiguous buffer at each element's offset: atomic adds, where CUDA's index_put_
+    sorts the indices first. A gather's backward scatters one index row per element
+    (DeBERTa's relative attention: 8 x 12 x 512 x 512 of them, 24 times a step)."""
+    depth, trailing = len(columns), buffer.shape[len(columns):]
+    offsets = sum(column * buffer.stride(dim) for dim, column in enumerate(columns))
+    offsets = offsets.view(*offsets.shape, *[1] * len(trailing))
+    for position, size in enumerate(trailing):
+        along = [1] * offsets.dim()
+        along[offsets.dim() - len(trailing) + position] = size
+        steps = torch.arange(size, device=buffer.device) * buffer.stride(depth + position)
+        offsets = offsets + steps.view(along)
+    buffer.view(-1).index_add_(0, offsets.reshape(-1), updates.expand(offsets.shape).reshape(-1))
 
 
 def matmul_in_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -674,11 +700,13 @@ class _HostWriter:
             return None
         return source
 
-    def bind(self, value: ir.Value, expression: str, reads: list[str], fresh: bool) -> str:
+    def bind(self, value: ir.Value, expression: str, reads: list[str], fresh: bool,
+             copy_of: str = "") -> str:
         """`value`, a tensor bound to `expression`, which reads `reads`: new memory where
-        `fresh`, else possibly a view of what it reads."""
+        `fresh`, else possibly a view of what it reads; a copy of `copy_of` that may
+        take its memory (host_records.taking_dead_copies)."""
         name = self.fresh()
-        self.records.append(Bind(name, expression, tuple(reads), fresh))
+        self.records.append(Bind(name, expression, tuple(reads), fresh, copy_of=copy_of))
         self.names[value] = name
         return name
 
@@ -1046,16 +1074,21 @@ class _HostWriter:
         its layout allows), else a copy of `original`, or of its constant where it is a
         fill the host does not launch."""
         with self.reading() as reads:
-            if original in self.skipped_fills:
-                shape = _shape_text(list(original.type.shape))
-                base = (f"torch.full({shape}, {_fill_literal(original)}, "
-                        f"dtype={TORCH_DTYPES[element_name(original)]}, device=device)")
-            else:
-                base = f"{self.name_of(original)}.clone()"
+            base, copy_of = self.filled_or_copied(original)
         if result in self.in_place:
             return self.input_as_buffer(result, self.shape_of(result), element_name(result),
                                         otherwise=base)
-        return self.bind(result, base, reads, fresh=True)
+        return self.bind(result, base, reads, fresh=True, copy_of=copy_of)
+
+    def filled_or_copied(self, value: ir.Value) -> tuple[str, str]:
+        """(expression, name copied): new memory holding `value` for the host to write
+        into: a fill of its constant where it is a skipped fill, else a copy of it."""
+        if value in self.skipped_fills:
+            shape = _shape_text(list(value.type.shape))
+            return (f"torch.full({shape}, {_fill_literal(value)}, "
+                    f"dtype={TORCH_DTYPES[element_name(value)]}, device=device)", "")
+        name = self.name_of(value)
+        return f"{name}.clone()", name
 
     def convolution(self, conv: ir.Operation) -> str:
         image, weight = conv.operands[0], conv.operands[1]
@@ -1178,12 +1211,13 @@ class _HostWriter:
             layout, offsets, per_dim[1], per_dim[2]))
 
     def insert_slice(self, op: ir.Operation) -> None:
-        """tensor.insert_slice as a copy of the destination with the source copied into a
-        view of it."""
+        """tensor.insert_slice as a copy of the destination (a fill of its own, where
+        the destination is a skipped fill) with the source copied into a view of it."""
         with self.reading() as reads:
             items, slice_shape = self.slice_items(op, first_dynamic=2)
-        destination = self.name_of(op.operands[1])
-        buffer = self.bind(op.results[0], f"{destination}.clone()", [destination], fresh=True)
+        with self.reading() as destination_reads:
+            base, copy_of = self.filled_or_copied(op.operands[1])
+        buffer = self.bind(op.results[0], base, destination_reads, fresh=True, copy_of=copy_of)
         source = self.name_of(op.operands[0])
         self.records.append(Statement(
             (f"{buffer}[{items}] = {source}.reshape({_shape_text(slice_shape)})",),
@@ -1310,7 +1344,8 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
                                 (output,), fresh=True, output=True))
     outputs = tuple(f"out{index}" for index in range(len(returned)))
     records.append(Return(f"({''.join(r + ', ' for r in signature.returns)})", outputs))
-    planned = reusing_buffers(writing_in_place(skipping_unread_views(records)))
+    planned = reusing_buffers(writing_in_place(taking_dead_copies(
+        skipping_unread_views(records))))
     body = [line for record in freeing_buffers(planned) for line in printed(record)]
     lines = [f"# tessel host program for graph {graph_name} (target triton)",
              *writer.launchers, "",
