@@ -1,6 +1,8 @@
 """A compiled graph's results are what Dynamo traced: the code after a graph break is
 traced on them (tessel/frontend/traced_outputs.py)."""
 
+import operator
+
 import pytest
 import torch
 from conftest import assert_compiled
@@ -50,3 +52,35 @@ def test_a_result_of_another_dtype_runs_the_graph_eagerly(monkeypatch):
     torch.testing.assert_close(actual, scaled_then_viewed(x))
     torch.testing.assert_close(compiled(x), scaled_then_viewed(x))
     assert any("results: result 0 has dtype" in r for r in tessel.stats()["fallback_reasons"])
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_native_op_s_result_may_come_back_on_another_device(native):
+    """The fused attentions' philox seed and offset are CPU tensors in eager outside a
+    CUDA graph capture, while their fake kernel puts them on the query's device: the
+    compiled code returns eager's own op's result, which is not a wrong one. A result
+    tessel computes on another device than traced still sends the graph to eager."""
+    from tessel.frontend.traced_outputs import as_traced
+    aten = torch.ops.aten
+    graph = torch.fx.Graph()
+    q = graph.placeholder("q")
+    q.meta["val"] = torch.empty(1, 2, 4, 8, device="meta")
+    if native:
+        attention = graph.call_function(aten._scaled_dot_product_efficient_attention.default,
+                                        (q, q, q, None, False))
+        attention.meta["val"] = aten._scaled_dot_product_efficient_attention(
+            q.meta["val"], q.meta["val"], q.meta["val"], None, False)
+        result = graph.call_function(operator.getitem, (attention, 2))
+    else:
+        result = graph.call_function(aten.sum.default, (q,))
+    result.meta["val"] = torch.empty((), dtype=torch.long if native else torch.float,
+                                     device="meta")
+    graph.output((result,))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    returned = torch.tensor(7 if native else 7.0)   # on the CPU, traced on "meta"
+    compiled = as_traced(lambda q: (returned,), gm, "g", fallback=False)
+    if native:
+        assert compiled(torch.empty(1, 2, 4, 8))[0] is returned
+    else:
+        with pytest.raises(RuntimeError, match="result 0 has device cpu, traced meta"):
+            compiled(torch.empty(1, 2, 4, 8))
