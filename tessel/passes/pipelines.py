@@ -138,7 +138,9 @@ def _gpu(templates: bool) -> str:
         + padding + "canonicalize,"
         # Reductions split once elementwise fusion has put their producers in them,
         # before fuse-tiles tiles the partial results by rows.
-        + _fusion("split-reductions,fuse-tiles{gemm-epilogues=false tile-leading-dims=true}",
+        + _fusion("split-reductions,fuse-tiles{gemm-epilogues=false tile-leading-dims=true},"
+                  # After CSE has merged the reads that sibling reductions share.
+                  "canonicalize,cse,fuse-sibling-reductions",
                   keep="matmul,batch_matmul,conv_2d_nchw_fchw,conv_2d_ngchw_gfchw,"
                        "depthwise_conv_2d_nchw_chw",
                   # Concats as generics fuse with their neighbours into kernels; the CPU

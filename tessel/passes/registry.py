@@ -41,6 +41,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.fuse_gemm_epilogues",
     "tessel.passes.fuse_horizontally",
     "tessel.passes.fuse_returned_producers",
+    "tessel.passes.fuse_sibling_reductions",
     "tessel.passes.fuse_into_scatters",
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
