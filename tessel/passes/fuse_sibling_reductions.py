@@ -25,9 +25,9 @@ class FuseSiblingReductionsPass(ModulePass):
     channel: two reductions over the same image, each its own kernel (and, split, two
     partial and two combining kernels), each reading the gradient image. Inductor reduces
     both in one. Loops fuse when, tiled by fuse-tiles, they are scf.forall ops of `main`
-    with the same bounds, each reducing rows of the same shape, the second reads nothing
-    the first computes (views and constants between them move up to the first), and
-    both read one value (or results of one op) besides their destinations.
+    with the same static bounds, each reducing rows of the same shape, the second reads
+    nothing the first computes (views, constants and fills between them move up to the
+    first), and both read one tensor (or results of one op) besides their destinations.
     """
 
     name: ClassVar[str] = "fuse-sibling-reductions"
@@ -52,7 +52,8 @@ class FuseSiblingReductionsPass(ModulePass):
 def _row_signature(loop: ir.Operation) -> tuple | None:
     """The loop's bounds and the shapes of the rows its reductions read, where it is a
     tiled reduction of `main` (an scf.forall with a reduction generic in it)."""
-    if loop.name != "scf.forall" or loop.parent.name != "func.func":
+    if loop.name != "scf.forall" or loop.parent.name != "func.func" \
+            or len(loop.operands) != len(loop.results):  # a bound of dynamic size
         return None
     rows = []
     for op in ir.ops_where(loop, lambda op: op.name == "linalg.generic"):
