@@ -1075,6 +1075,30 @@ def test_max_pooling_s_backward_gathers_instead_of_scattering(window, tmp_path):
     assert "scatter(" not in host and "index_put_" not in host
 
 
+@pytest.mark.parametrize("window", [
+    dict(kernel_size=3, stride=1, padding=1, count_include_pad=False),  # poolformer's
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=(2, 3), stride=(1, 2))])
+def test_average_pooling_s_backward_is_a_gather(window, tmp_path):
+    """avg_pool2d's backward over overlapping or padded windows: each input point sums
+    the shares of the windows that hold it, in one kernel with what reads it. It had
+    added each window offset's shares into a padded gradient, strided: a kernel and a
+    host copy per offset (poolformer's 3 x 3 pooling: 22 launches a backward)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.GroupNorm(1, 4), torch.nn.AvgPool2d(**window))
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 4, 11, 12, requires_grad=True)
+    weights = torch.randn_like(reference(x))
+    (compile_triton(model, tmp_path / "dump")(x) * weights).sum().backward()
+    compiled, x.grad = x.grad, None
+    (reference(x) * weights).sum().backward()
+    torch.testing.assert_close(compiled, x.grad)
+    assert assert_compiled(min_graphs=2)["backward_graphs_compiled"] == 1
+    (backward,) = (tmp_path / "dump").glob("*_backward")
+    host = (backward / "06_host_program.py").read_text()
+    assert "] = " not in host and ".clone()" not in host, host
+
+
 @pytest.mark.parametrize("native_backward", [False, True])
 def test_a_training_step_s_saved_activations_are_returned_as_written(
         native_backward, tmp_path, monkeypatch):

@@ -535,17 +535,21 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
         spread = spread.reshape(*batch, out_h * kh, out_w * kw)
         return aten.constant_pad_nd(spread, [0, width - out_w * kw, 0, height - out_h * kh],
                                     0.0)
-    # Overlapping or padded windows: each of the kernel's kh * kw offsets adds the
-    # shares, strided, into the gradient of the padded input.
-    padded = x.new_zeros((*batch, height + 2 * ph, width + 2 * pw))
-    rows_end, columns_end = (out_h - 1) * sh + 1, (out_w - 1) * sw + 1
-    for i in range(kh):
-        rows = padded[..., i:i + rows_end:sh, :]
-        for j in range(kw):
-            added = rows[..., j:j + columns_end:sw] + share
-            rows = aten.slice_scatter(rows, added, -1, j, j + columns_end, sw)
-        padded = aten.slice_scatter(padded, rows, -2, i, i + rows_end, sh)
-    return padded[..., ph:ph + height, pw:pw + width]
+    # Overlapping or padded windows, in gather form as Inductor computes it: each input
+    # point sums the shares of the windows that hold it, in float32 for half types. (Kh *
+    # kw strided adds into a padded gradient were a kernel and a copy each: poolformer's
+    # 3x3 pooling backward took 22 launches.)
+    rows = _windows_holding(height, out_h, kh, sh, ph, 1, x.device)
+    columns = _windows_holding(width, out_w, kw, sw, pw, 1, x.device)
+    shares = share.to(torch.promote_types(share.dtype, torch.float32))
+    total = None
+    for row, row_valid in rows:
+        for column, column_valid in columns:
+            window = [*[None] * len(batch), row.unsqueeze(-1), column]
+            term = torch.where(row_valid.unsqueeze(-1) & column_valid,
+                               aten.index.Tensor(shares, window), 0.0)
+            total = term if total is None else total + term
+    return total.to(grad_output.dtype)
 
 
 def _windows_holding(size, out_size, kernel, stride, padding, dilation, device):
