@@ -1633,7 +1633,7 @@ def test_an_accumulating_scatter_adds_at_offsets_as_index_put_would(shape, index
     from tessel.targets.triton.host_program import scatter
     torch.manual_seed(0)
     indices, updates = torch.tensor(index_rows), torch.randn(update_shape)
-    added, put = torch.randn(shape), None
+    added = torch.randn(shape)
     put = added.clone()
     scatter(added, indices, updates, accumulate=True)
     torch.use_deterministic_algorithms(True)

@@ -37,12 +37,18 @@ def static_inputs(gm: torch.fx.GraphModule, kind: str) -> frozenset[int]:
     return frozenset(indices)
 
 
+def result_nodes(gm: torch.fx.GraphModule) -> list:
+    """What `gm` returns, in order: nodes, or constants (None) where a result is no node."""
+    (output,) = gm.graph.find_nodes(op="output")
+    results = output.args[0]
+    return list(results) if isinstance(results, (tuple, list)) else [results]
+
+
 def output_stack_traces(gm: torch.fx.GraphModule) -> list[str | None]:
     """The stack trace of each of `gm`'s outputs (None for one without), which the CUDA
     graph trees name in their errors."""
-    outputs = next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0]
     return [o.meta.get("stack_trace") if isinstance(o, torch.fx.Node) else None
-            for o in outputs]
+            for o in result_nodes(gm)]
 
 
 def computing_device(gm: torch.fx.GraphModule) -> str | None:

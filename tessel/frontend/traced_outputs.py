@@ -32,26 +32,22 @@ import torch.fx
 
 from tessel import counters
 from tessel.frontend.native_ops import native_reason
+from tessel.frontend.traced_facts import result_nodes
 
 log = logging.getLogger("tessel")
-
-
-def _result_nodes(gm: torch.fx.GraphModule) -> list:
-    (results,) = next(n for n in gm.graph.nodes if n.op == "output").args
-    return list(results) if isinstance(results, (tuple, list)) else [results]
 
 
 def _traced_results(gm: torch.fx.GraphModule) -> list:
     """`gm`'s results as traced (`meta["val"]`; None where a result is no node)."""
     return [r.meta.get("val") if isinstance(r, torch.fx.Node) else None
-            for r in _result_nodes(gm)]
+            for r in result_nodes(gm)]
 
 
 def _native_results(gm: torch.fx.GraphModule) -> set[int]:
     """The positions of `gm`'s results that a native op returns (or an item of one's)."""
     def computing(node: torch.fx.Node) -> torch.fx.Node:
         return node.args[0] if node.target is operator.getitem else node
-    return {index for index, node in enumerate(_result_nodes(gm))
+    return {index for index, node in enumerate(result_nodes(gm))
             if isinstance(node, torch.fx.Node) and native_reason(computing(node)) is not None}
 
 

@@ -1071,8 +1071,7 @@ class _HostWriter:
     def starting_from(self, result: ir.Value, original: ir.Value) -> str:
         """The buffer that a scatter writes `result` into, holding `original` first: the
         input `result` is the new value of, where write-inputs-in-place marked it (and
-        its layout allows), else a copy of `original`, or of its constant where it is a
-        fill the host does not launch."""
+        its layout allows), else new memory holding `original` (`filled_or_copied`)."""
         with self.reading() as reads:
             base, copy_of = self.filled_or_copied(original)
         if result in self.in_place:
