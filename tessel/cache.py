@@ -63,11 +63,13 @@ def _digest(options, *parts) -> str:
 
 def graph_key(gm: torch.fx.GraphModule, options, target: str,
               any_layout: frozenset[int] = frozenset()) -> str | None:
-    """Key of a graph whose outputs at `any_layout` may be returned in any layout."""
+    """Key of a graph whose outputs at `any_layout` may be returned in any layout (and
+    whose code depends on PyTorch's deterministic mode: the Triton target's atomics)."""
     if any(node.op == "get_attr" for node in gm.graph.nodes):
         return None
     inputs = [_describe(n.meta.get("val")) for n in gm.graph.nodes if n.op == "placeholder"]
-    return _digest(options, target, gm.code, inputs, sorted(any_layout))
+    return _digest(options, target, gm.code, inputs, sorted(any_layout),
+                   torch.are_deterministic_algorithms_enabled())
 
 
 def inference_key(gm: torch.fx.GraphModule, example_inputs, options, target: str) -> str | None:

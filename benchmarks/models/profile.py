@@ -78,18 +78,22 @@ def wall_ms(call, calls: int, device: str = "cpu") -> tuple[float, float]:
 
 
 def host_profile_lines(call, calls: int, top: int) -> list[str]:
-    """cProfile of `calls` calls: the Python functions where the host's time goes."""
+    """cProfile of `calls` calls: the Python functions where the host's time goes, by
+    their own time and by the time of all they call (a host program's, a wrapper's)."""
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(calls):
         call()
     profiler.disable()
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
-    lines = out.getvalue().splitlines()
-    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
-    return ["  host functions by own time, over all calls:"] + [
-        "    " + line.strip()[:150] for line in lines[start:] if line.strip()]
+    lines = []
+    for order, title in (("tottime", "own time"), ("cumtime", "time with their callees")):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(top)
+        printed = out.getvalue().splitlines()
+        start = next(i for i, line in enumerate(printed) if "ncalls" in line)
+        lines += [f"  host functions by {title}, over all calls:"] + [
+            "    " + line.strip()[:150] for line in printed[start:] if line.strip()]
+    return lines
 
 
 def peak_memory_lines(call, top: int) -> list[str]:

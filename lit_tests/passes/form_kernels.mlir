@@ -1,5 +1,6 @@
 // RUN: %opt %s --split-input-file -p form-kernels | filecheck %s
 // RUN: %opt %s --split-input-file -p form-kernels,inline-kernels | filecheck %s --check-prefix=INLINE
+// RUN: %opt %s --split-input-file -p "form-kernels{atomic-add-types=bf16}" | filecheck %s --check-prefix=NO-F32-ATOMICS
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
@@ -80,12 +81,17 @@ func.func @results_of_two_types(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi
 
 // -----
 
-// A scatter that adds its updates (an embedding's backward) is a library call:
-// aten's index_put_ with accumulate on the GPU.
+// A scatter that adds its updates (an embedding's backward) is a kernel of its own
+// (atomic adds) where its element type is one of atomic-add-types; else a library
+// call: aten's index_put_ with accumulate on the GPU.
 // CHECK-LABEL: func.func @scatter
-// CHECK:         "tkern.library_call"() ({
+// CHECK:         "tkern.kernel"() ({
 // CHECK:           tm_tensor.scatter
-// CHECK:         }) {callee = "scatter"}
+// CHECK:         }) {sym_name = "scatter_kernel_0"}
+// NO-F32-ATOMICS-LABEL: func.func @scatter
+// NO-F32-ATOMICS:         "tkern.library_call"() ({
+// NO-F32-ATOMICS:           tm_tensor.scatter
+// NO-F32-ATOMICS:         }) {callee = "scatter"}
 func.func @scatter(%updates: tensor<3xf32>, %indices: tensor<3x1xi64>, %into: tensor<8xf32>) -> tensor<8xf32> {
   %r = tm_tensor.scatter {dimension_map = array<i64: 0>} unique_indices(false)
       ins(%updates, %indices : tensor<3xf32>, tensor<3x1xi64>) outs(%into : tensor<8xf32>) {

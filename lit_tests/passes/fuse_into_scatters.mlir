@@ -149,3 +149,116 @@ module {
   }
 }
 
+
+// -----
+
+// A gather's gradient (torch-mlir's scatter_add), after form-kernels: one unwrapped
+// generic computes each element's index columns and its update; the host would insert
+// the columns one by one into a [6, 2] fill. The generic moves into the scatter's
+// kernel, and a generic there selects row i's column j; the inserts and the fill go.
+// CHECK-LABEL: func.func @gathered_columns
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         "tkern.kernel"()
+// CHECK:           %[[COLUMNS:.+]]:3 = linalg.generic {{.*}} outs(
+// CHECK-NOT:         tessel.kernel
+// CHECK:           %[[ROWS:.+]] = linalg.generic {{.*}} ins(%[[COLUMNS]]#0, %[[COLUMNS]]#1 : tensor<6x1xi64>, tensor<6x1xi64>)
+// CHECK:             linalg.index 1
+// CHECK:             arith.select
+// CHECK:           tm_tensor.scatter {{.*}} ins(%[[COLUMNS]]#2, %[[ROWS]] :
+// CHECK:             arith.addf
+// CHECK-NOT:     "tkern.kernel"
+// CHECK:         return
+#map = affine_map<(d0) -> (d0, 0)>
+#map1 = affine_map<(d0) -> (d0)>
+#map2 = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @gathered_columns(%arg0: tensor<2x3xi64>, %arg1: tensor<2x3xf32>) -> tensor<2x4xf32> attributes {llvm.emit_c_interface} {
+    %c3 = arith.constant 3 : index
+    %c0_i64 = arith.constant 0 : i64
+    %cst = arith.constant 0.000000e+00 : f32
+    %0 = tensor.empty() : tensor<6x1xi64>
+    %1 = tensor.empty() : tensor<6xf32>
+    %2:3 = linalg.generic {indexing_maps = [#map, #map, #map1], iterator_types = ["parallel"]} outs(%0, %0, %1 : tensor<6x1xi64>, tensor<6x1xi64>, tensor<6xf32>) attrs = {tessel.kernel = "main_kernel_0"} {
+    ^bb0(%out: i64, %out_0: i64, %out_1: f32):
+      %6 = linalg.index 0 : index
+      %7 = arith.remsi %6, %c3 : index
+      %8 = arith.divsi %6, %c3 : index
+      %extracted = tensor.extract %arg0[%8, %7] : tensor<2x3xi64>
+      %extracted_2 = tensor.extract %arg1[%8, %7] : tensor<2x3xf32>
+      %9 = arith.index_cast %8 : index to i64
+      linalg.yield %9, %extracted, %extracted_2 : i64, i64, f32
+    } -> (tensor<6x1xi64>, tensor<6x1xi64>, tensor<6xf32>)
+    %3 = tensor.empty() : tensor<6x2xi64>
+    %4 = "tkern.kernel"() ({
+      %6 = linalg.generic {indexing_maps = [#map2], iterator_types = ["parallel", "parallel"]} outs(%3 : tensor<6x2xi64>) {
+      ^bb0(%out: i64):
+        linalg.yield %c0_i64 : i64
+      } -> tensor<6x2xi64>
+      "tkern.yield"(%6) : (tensor<6x2xi64>) -> ()
+    }) {sym_name = "main_kernel_1"} : () -> tensor<6x2xi64>
+    %inserted_slice = tensor.insert_slice %2#0 into %4[0, 0] [6, 1] [1, 1] : tensor<6x1xi64> into tensor<6x2xi64>
+    %inserted_slice_3 = tensor.insert_slice %2#1 into %inserted_slice[0, 1] [6, 1] [1, 1] : tensor<6x1xi64> into tensor<6x2xi64>
+    %cst_4 = arith.constant dense<0.000000e+00> : tensor<2x4xf32>
+    %5 = "tkern.kernel"() ({
+      %6 = tm_tensor.scatter {dimension_map = array<i64: 0, 1>} unique_indices(false) ins(%2#2, %inserted_slice_3 : tensor<6xf32>, tensor<6x2xi64>) outs(%cst_4 : tensor<2x4xf32>) {
+      ^bb0(%arg2: f32, %arg3: f32):
+        %7 = arith.addf %arg3, %arg2 : f32
+        tm_tensor.yield %7 : f32
+      } -> tensor<2x4xf32>
+      "tkern.yield"(%6) : (tensor<2x4xf32>) -> ()
+    }) {sym_name = "main_kernel_2"} : () -> tensor<2x4xf32>
+    return %5 : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+// The columns' generic is returned too: it stays a kernel, and the scatter's kernel
+// reads the columns where it wrote them (still without the inserts).
+// CHECK-LABEL: func.func @negative_columns_read_elsewhere
+// CHECK:         %[[COLUMNS:.+]]:3 = linalg.generic {{.*}}tessel.kernel = "main_kernel_0"
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         "tkern.kernel"()
+// CHECK:           %[[ROWS:.+]] = linalg.generic {{.*}} ins(%[[COLUMNS]]#0, %[[COLUMNS]]#1 : tensor<6x1xi64>, tensor<6x1xi64>)
+// CHECK:           tm_tensor.scatter {{.*}} ins(%[[COLUMNS]]#2, %[[ROWS]] :
+#map = affine_map<(d0) -> (d0, 0)>
+#map1 = affine_map<(d0) -> (d0)>
+#map2 = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @negative_columns_read_elsewhere(%arg0: tensor<2x3xi64>, %arg1: tensor<2x3xf32>) -> (tensor<2x4xf32>, tensor<6x1xi64>) attributes {llvm.emit_c_interface} {
+    %c3 = arith.constant 3 : index
+    %c0_i64 = arith.constant 0 : i64
+    %0 = tensor.empty() : tensor<6x1xi64>
+    %1 = tensor.empty() : tensor<6xf32>
+    %2:3 = linalg.generic {indexing_maps = [#map, #map, #map1], iterator_types = ["parallel"]} outs(%0, %0, %1 : tensor<6x1xi64>, tensor<6x1xi64>, tensor<6xf32>) attrs = {tessel.kernel = "main_kernel_0"} {
+    ^bb0(%out: i64, %out_0: i64, %out_1: f32):
+      %6 = linalg.index 0 : index
+      %7 = arith.remsi %6, %c3 : index
+      %8 = arith.divsi %6, %c3 : index
+      %extracted = tensor.extract %arg0[%8, %7] : tensor<2x3xi64>
+      %extracted_2 = tensor.extract %arg1[%8, %7] : tensor<2x3xf32>
+      %9 = arith.index_cast %8 : index to i64
+      linalg.yield %9, %extracted, %extracted_2 : i64, i64, f32
+    } -> (tensor<6x1xi64>, tensor<6x1xi64>, tensor<6xf32>)
+    %3 = tensor.empty() : tensor<6x2xi64>
+    %4 = "tkern.kernel"() ({
+      %6 = linalg.generic {indexing_maps = [#map2], iterator_types = ["parallel", "parallel"]} outs(%3 : tensor<6x2xi64>) {
+      ^bb0(%out: i64):
+        linalg.yield %c0_i64 : i64
+      } -> tensor<6x2xi64>
+      "tkern.yield"(%6) : (tensor<6x2xi64>) -> ()
+    }) {sym_name = "main_kernel_1"} : () -> tensor<6x2xi64>
+    %inserted_slice = tensor.insert_slice %2#0 into %4[0, 0] [6, 1] [1, 1] : tensor<6x1xi64> into tensor<6x2xi64>
+    %inserted_slice_3 = tensor.insert_slice %2#1 into %inserted_slice[0, 1] [6, 1] [1, 1] : tensor<6x1xi64> into tensor<6x2xi64>
+    %cst_4 = arith.constant dense<0.000000e+00> : tensor<2x4xf32>
+    %5 = "tkern.kernel"() ({
+      %6 = tm_tensor.scatter {dimension_map = array<i64: 0, 1>} unique_indices(false) ins(%2#2, %inserted_slice_3 : tensor<6xf32>, tensor<6x2xi64>) outs(%cst_4 : tensor<2x4xf32>) {
+      ^bb0(%arg2: f32, %arg3: f32):
+        %7 = arith.addf %arg3, %arg2 : f32
+        tm_tensor.yield %7 : f32
+      } -> tensor<2x4xf32>
+      "tkern.yield"(%6) : (tensor<2x4xf32>) -> ()
+    }) {sym_name = "main_kernel_2"} : () -> tensor<2x4xf32>
+    return %5, %2#0 : tensor<2x4xf32>, tensor<6x1xi64>
+  }
+}

@@ -115,9 +115,12 @@ module {
 
 // -----
 
-// An embedding's backward: its scatter adds colliding rows, so it stays a library call
-// (index_put_ with accumulate): no scatter kernel.
-// CHECK-NOT:     scatter index out of bounds
+// An embedding's backward: its scatter adds colliding rows, atomically, each lane one
+// element of a row of the gradient (a row masked out where its id is out of range).
+// CHECK:         def main_kernel_{{[0-9]+}}(
+// CHECK:         [[AT:at[0-9]+]] = tl.load(in0 + in0_stride0*((r // 4) % 3), mask=mask).to(tl.int64)
+// CHECK:         tl.device_assert({{.*}}"scatter index out of bounds")
+// CHECK:         tl.atomic_add(out0 + [[AT]]*out0_stride0 + out0_stride1*(r % 4), {{v[0-9]+}}, mask=mask & ([[AT]] >= 0) & ([[AT]] < 10), sem='relaxed')
 #map = affine_map<(d0) -> (d0)>
 #map1 = affine_map<(d0) -> ()>
 #map2 = affine_map<(d0, d1) -> (d0, d1)>

@@ -96,18 +96,38 @@ def stores_updates(scatter: ir.Operation) -> bool:
     return len(body) == 1 and body[0].operands[0] == block.arguments[0]
 
 
-def library_callee(op: ir.Operation) -> str | None:
+def adds_updates(scatter: ir.Operation) -> bool:
+    """Whether the tm_tensor.scatter `scatter` adds each update to the element it
+    addresses (index_put_ with accumulate, scatter_add: an embedding's or a gather's
+    gradient): its body yields the sum of its two arguments."""
+    block = scatter.regions[0].blocks[0]
+    body = [op.operation for op in block.operations]
+    return len(body) == 2 and body[0].name in ("arith.addf", "arith.addi") and \
+        set(body[0].operands) == set(block.arguments) and \
+        body[1].operands[0] == body[0].results[0]
+
+
+# The element types whose adds Triton compiles as atomics (tl.atomic_add; bf16's on a
+# GPU only: Triton's interpreter computes in numpy, which has no bf16).
+ATOMIC_ADD_TYPES = "f16,bf16,f32,f64,i32,i64"
+
+
+def library_callee(op: ir.Operation, atomic_add_types: str = ATOMIC_ADD_TYPES) -> str | None:
     """The library routine that implements `op`, if any: "gemm" for contractions,
     "conv2d" for a named convolution (NCHW, grouped or not, or an NHWC form), "scatter" for
     tm_tensor.scatter (aten's index_put_ on the GPU, which accumulates colliding
-    indices atomically), but for one of static sizes that stores its updates: that is
-    a kernel of its own (Triton's scatter_kernel.py), one launch where index_put_ made
-    several, with host work to shape its index columns."""
+    indices atomically), but for one of static sizes that stores its updates, or adds
+    them in one of `atomic_add_types`: that is a kernel of its own (Triton's
+    scatter_kernel.py), one launch where index_put_ made several, with host work to
+    shape its index columns and, for a gather's gradient, an offset per element."""
     if op.name in NAMED_CONVOLUTIONS or op.name in CHANNELS_LAST_CONVOLUTIONS:
         return "conv2d"
     if op.name == "tm_tensor.scatter":
         static = all(ir.ShapedType(v.type).has_static_shape for v in op.operands)
-        return None if static and stores_updates(op) else "scatter"
+        element = str(ir.ShapedType(op.results[0].type).element_type)
+        kernel = stores_updates(op) or (
+            adds_updates(op) and element in atomic_add_types.split(","))
+        return None if static and kernel else "scatter"
     if op.name.startswith("linalg.") and is_contraction(op):
         return "gemm"
     return None

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.contractions import library_callee
+from tessel.passes.contractions import ATOMIC_ADD_TYPES, library_callee
 from tessel.passes.registry import ModulePass, register
 
 KERNEL_OPS = ("tkern.kernel", "tkern.library_call")
@@ -75,10 +75,14 @@ class FormKernelsPass(ModulePass):
     results nothing reads is dropped instead: upstream elementwise fusion leaves a
     producer it fused into its consumers when its body has side effects (an
     embedding's index asserts), and it would run again for nothing, its asserts
-    repeated in the consumer.
+    repeated in the consumer. A scatter that adds its updates is a kernel where its
+    element type is one of `atomic-add-types` (the Triton target leaves out bf16 in
+    its interpreter, and all of them in PyTorch's deterministic mode: atomics add in
+    no fixed order), else aten's index_put_.
     """
 
     name: ClassVar[str] = "form-kernels"
+    atomic_add_types: str = ATOMIC_ADD_TYPES
 
     def run(self, module: ir.Operation) -> None:
         for function in ir.defined_functions(module):
@@ -92,13 +96,12 @@ class FormKernelsPass(ModulePass):
             for number, op in enumerate(roots):
                 self._wrap(op, f"{name}_kernel_{number}")
 
-    @staticmethod
-    def _wrap(op: ir.Operation, kernel_name: str) -> None:
+    def _wrap(self, op: ir.Operation, kernel_name: str) -> None:
         if len({str(r.type) for r in op.results}) > 1:
             with op.context:
                 op.attributes[UNWRAPPED_KERNEL] = ir.StringAttr.get(kernel_name)
             return
-        callee = library_callee(op)
+        callee = library_callee(op, self.atomic_add_types)
         library = callee is not None
         with op.context, op.location:
             attributes = ({"callee": ir.StringAttr.get(callee)} if library

@@ -1,5 +1,6 @@
 """tessel's named pipelines. `tessel-opt -p NAME` replays exactly what the backend runs."""
 
+from tessel.passes.contractions import ATOMIC_ADD_TYPES
 from tessel.passes.registry import register_pipeline
 
 register_pipeline(
@@ -126,7 +127,9 @@ register_pipeline(
 _TEMPLATE_MAX_MULTIPLY_ADDS = 1 << 32
 
 
-def _gpu(templates: bool) -> str:
+def gpu_pipeline(templates: bool, atomic_add_types: str = ATOMIC_ADD_TYPES) -> str:
+    """The gpu pipeline's text: with gemm templates (max-autotune), and with scatters
+    that add their updates as kernels in `atomic_add_types` (form-kernels)."""
     padding = (f"pad-contractions{{min-multiply-adds={_TEMPLATE_MAX_MULTIPLY_ADDS + 1}}},"
                if templates else "pad-contractions,")
     epilogues = f"fuse-gemm-epilogues{{max-multiply-adds={_TEMPLATE_MAX_MULTIPLY_ADDS}}},"
@@ -156,13 +159,14 @@ def _gpu(templates: bool) -> str:
                         "collapse-elementwise-producers,",
                   # A norm of one token's row is a row kernel too.
                   unit_dims_folded="whole-reductions-as-rows,") +
-        "form-kernels,fuse-into-scatters," + (epilogues if templates else "")
+        f"form-kernels{{atomic-add-types={atomic_add_types}}},fuse-into-scatters,"
+        + (epilogues if templates else "")
         + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true})")
 
 
 register_pipeline(
     "gpu",
-    _gpu(templates=False),
+    gpu_pipeline(templates=False),
     "the GPU target's kernel formation: fused kernels with Triton block sizes; gemms "
     "are library calls (cuBLAS through aten)",
 )
@@ -173,7 +177,7 @@ register_pipeline(
 # Inductor does, only max-autotune builds them.
 register_pipeline(
     "gpu-max-autotune",
-    _gpu(templates=True),
+    gpu_pipeline(templates=True),
     "the gpu pipeline, plus fuse-gemm-epilogues: gemms that its cost rule picks become "
     "tl.dot templates with their element-wise neighbours (mode='max-autotune')",
 )

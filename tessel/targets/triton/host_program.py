@@ -18,7 +18,12 @@ import torch
 
 from tessel import ir
 from tessel.passes.buffer_views import view_root
-from tessel.passes.contractions import DEPTHWISE_CONVOLUTION, convolution_pair
+from tessel.passes.contractions import (
+    DEPTHWISE_CONVOLUTION,
+    adds_updates,
+    convolution_pair,
+    stores_updates,
+)
 from tessel.passes.fold_bias_into_gemm import is_row_bias_broadcast
 from tessel.passes.form_kernels import is_kernel, kernel_name, scatter_of, sole_generic
 from tessel.passes.fuse_horizontally import (
@@ -218,12 +223,12 @@ def _fill_literal(value: ir.Value) -> str:
 
 def _host_writes_a_copy(use) -> bool:
     """Whether `use` is a value that the host copies to write into: the original of a
-    scatter it runs, or the destination of a slice it inserts."""
+    scatter (which it runs, or hands to the scatter's kernel), or the destination of a
+    slice it inserts."""
     user = ir.operation_of(use.owner)
     if user.name == "tensor.insert_slice":
         return use.operand_number == 1 and user.parent.name == "func.func"
-    return user.name == "tm_tensor.scatter" and use.operand_number == 2 \
-        and _main_level_user(use).name == "tkern.library_call"
+    return user.name == "tm_tensor.scatter" and use.operand_number == 2
 
 
 def _main_level_user(use) -> ir.Operation:
@@ -270,8 +275,9 @@ def _add_at_offsets(buffer: torch.Tensor, columns: list[torch.Tensor],
                     updates: torch.Tensor) -> None:
     """`buffer.index_put_(columns, updates, accumulate=True)` as index_add_ into the
     contiguous buffer at each element's offset: atomic adds, where CUDA's index_put_
-    sorts the indices first. A gather's backward scatters one index row per element
-    (DeBERTa's relative attention: 8 x 12 x 512 x 512 of them, 24 times a step)."""
+    sorts the indices first. A gather's backward scatters one index row per element;
+    of static sizes, it is a scatter kernel instead (scatter_kernel.py), but for bf16
+    in Triton's interpreter."""
     depth, trailing = len(columns), buffer.shape[len(columns):]
     offsets = sum(column * buffer.stride(dim) for dim, column in enumerate(columns))
     offsets = offsets.view(*offsets.shape, *[1] * len(trailing))
@@ -1046,21 +1052,14 @@ class _HostWriter:
     def scatter(self, result: ir.Value, scatter: ir.Operation) -> None:
         """tm_tensor.scatter as index_put_ into the buffer `starting_from` its original:
         index column j addresses dim j, and a body that adds the update to the original
-        accumulates. (A scatter that stores its updates is a kernel: scatter_kernel.py.)"""
+        accumulates. (A static scatter that stores its updates, or adds them in a type
+        with atomics, is a kernel: scatter_kernel.py.)"""
         updates, indices, original = scatter.operands
         dimension_map = list(ir.DenseI64ArrayAttr(scatter.attributes["dimension_map"]))
         if dimension_map != list(range(len(dimension_map))):
             raise UnsupportedKernel(scatter.name, f"a dimension_map of {dimension_map}")
-        block = scatter.regions[0].blocks[0]
-        update, current = block.arguments
-        yielded = block.operations[len(block.operations) - 1].operands[0]
-        combiner = ir.operation_of(yielded.owner)
-        if yielded == update:
-            accumulate = False
-        elif combiner is not None and combiner.name in ("arith.addf", "arith.addi") and \
-                set(combiner.operands) == {update, current} and len(block.operations) == 2:
-            accumulate = True
-        else:
+        accumulate = adds_updates(scatter)
+        if not accumulate and not stores_updates(scatter):
             raise UnsupportedKernel(scatter.name, "a scatter that neither stores nor adds")
         buffer = self.starting_from(result, original)
         index_name, updates_name = self.name_of(indices), self.name_of(updates)

@@ -1,7 +1,10 @@
 """Scatters that store their updates (tm_tensor.scatter without a combiner: index_copy_,
-index_put_, a static KV cache's new entries): one lane per element of the updates,
-which takes its index row, the element's place in its update slice, and stores the
-element at the buffer point they address.
+index_put_, a static KV cache's new entries) or add them (index_put_ with accumulate,
+scatter_add: an embedding's or a gather's gradient): one lane per element of the
+updates, which takes its index row, the element's place in its update slice, and
+stores the element at the buffer point they address, or adds it there atomically
+(as eager's CUDA kernels do: in no fixed order, so form-kernels leaves these to aten
+in deterministic mode).
 
 Row i of the [N, depth] indices addresses the buffer's leading `depth` dims, and the
 slice updates[i] fills its trailing dims; where the slice spans indexed dims too, it
@@ -21,7 +24,7 @@ from __future__ import annotations
 import sympy
 
 from tessel import ir
-from tessel.passes.contractions import stores_updates
+from tessel.passes.contractions import adds_updates, stores_updates
 from tessel.passes.duplicate_cheap_producers import RESHAPES
 from tessel.targets.triton import sizes
 from tessel.targets.triton.dtypes import HALF, TRITON_DTYPES, as_value, element_name
@@ -48,9 +51,14 @@ def scatter_kernel(writer: ReductionWriter, scatter: ir.Operation,
     dimension_map = list(ir.DenseI64ArrayAttr(scatter.attributes["dimension_map"]))
     if dimension_map != list(range(len(dimension_map))):
         raise UnsupportedKernel(scatter.name, f"a dimension_map of {dimension_map}")
-    if not stores_updates(scatter):
-        raise UnsupportedKernel(scatter.name, "a scatter that combines its updates with "
-                                "the original")
+    adds = adds_updates(scatter)
+    if not adds and not stores_updates(scatter):
+        raise UnsupportedKernel(scatter.name, "a scatter that neither stores nor adds its "
+                                "updates")
+    # Generics moved into the kernel (fuse-into-scatters) are computed at the points
+    # their readers read: a generic of index columns and updates, once per row.
+    writer.producers.update((result, op) for op in body if op.name == "linalg.generic"
+                            for result in op.results)
     result = scatter.results[0]
     update_shape, buffer_shape = writer.shape(updates), writer.shape(result)
     writer.results.append(KernelResult(sizes.shape(result), element_name(result),
@@ -81,7 +89,11 @@ def scatter_kernel(writer: ReductionWriter, scatter: ir.Operation,
     if element_type in HALF:
         value = f"{value}.to({TRITON_DTYPES[element_type]})"
     offset = address(strides("out0", len(buffer_shape)), [ZERO] * len(buffer_shape), position)
-    writer.emit(f"tl.store(out0 + {text(offset)}, {value}, mask={stored})")
+    if adds:
+        writer.emit(f"tl.atomic_add(out0 + {text(offset)}, {value}, mask={stored}, "
+                    "sem='relaxed')")
+    else:
+        writer.emit(f"tl.store(out0 + {text(offset)}, {value}, mask={stored})")
     return (-(-count // writer.block) if isinstance(count, int)
             else FloorDiv(count + writer.block - 1, writer.block),)
 
@@ -113,7 +125,7 @@ def _update(writer: ReductionWriter, updates: ir.Value, body: list[ir.Operation]
     while producer is not None and producer.name in RESHAPES:
         source = producer.operands[0]
         producer = _defined_in(source, body)
-    if producer is None:
+    if producer is None or source == updates:
         identity = ir.AffineMap.get_identity(len(element), updates.type.context)
         return as_value(writer.read(updates, identity, element, "row"))
     # Reshapes keep the row-major order of points: the lane's flat index in the updates

@@ -25,8 +25,10 @@ import triton
 from triton.compiler.errors import CompilationError
 
 from tessel import cache, ir
+from tessel.passes.contractions import ATOMIC_ADD_TYPES
 from tessel.passes.form_kernels import is_kernel, kernel_name
 from tessel.passes.fuse_horizontally import combo_members, launch_count
+from tessel.passes.pipelines import gpu_pipeline
 from tessel.signature import GraphSignature
 from tessel.stages import CompileFailure, Stages
 from tessel.targets.base import KernelBuildFailed, RuntimeCheckFailed, Target
@@ -142,6 +144,18 @@ def _autotuning(options) -> bool:
     return options.mode in ("max-autotune", "max-autotune-no-cudagraphs")
 
 
+def _default_pipeline(options) -> str:
+    """The gpu pipeline the mode asks for, by name where its scatters may add with
+    any atomic Triton has: PyTorch's deterministic mode takes none (atomics add in no
+    fixed order), Triton's interpreter has no bf16 ones."""
+    templates = _autotuning(options)
+    if torch.are_deterministic_algorithms_enabled():
+        return gpu_pipeline(templates, atomic_add_types="")
+    if interpreting():
+        return gpu_pipeline(templates, atomic_add_types=",".join(t for t in ATOMIC_ADD_TYPES.split(",") if t != "bf16"))
+    return "gpu-max-autotune" if templates else "gpu"
+
+
 def _distinct_functions(sources: dict[str, kernel_source.KernelSource]) -> list[str]:
     """The source of each distinct kernel function. A kernel whose source is an earlier
     one's but for its name is launched as that one (its `function`): a network's
@@ -175,8 +189,7 @@ class TritonTarget(Target):
 
     def compile(self, module: ir.Module, signature: GraphSignature, options,
                 stages: Stages, cache_key: str | None = None) -> tuple[Callable, int]:
-        pipeline = options.pipeline or ("gpu-max-autotune" if _autotuning(options)
-                                        else self.default_pipeline)
+        pipeline = options.pipeline or _default_pipeline(options)
         if not interpreting():
             compile_pool.shared_pool()  # its workers start while the pipeline runs
         module = stages.run_pipeline(module, "gpu", pipeline)

@@ -451,7 +451,8 @@ class KernelWriter:
         loops = [ZERO] * len(loop_ranges(producer))
         for position, index in zip(ir.dim_positions(ir.indexing_maps(producer)[n_inputs]),
                                    point):
-            loops[position] = index
+            if position is not None:  # else a constant index of the result (an [N, 1] column)
+                loops[position] = index
         key = (value, tuple(loops))
         if key not in self.recomputed:
             at = "row" if kind == "row" and not all(map(is_position, loops)) else "scalar"
