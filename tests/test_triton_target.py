@@ -774,6 +774,38 @@ def test_pieces_hand_each_other_their_results_as_written(tmp_path):
     assert not any("(640, 1, 20,)" in host or ".contiguous()" in host for host in hosts), hosts
 
 
+def test_a_cnn_s_backward_hands_convolutions_their_gradients_as_written(tmp_path,
+                                                                        monkeypatch):
+    """A CNN's backward, split around each convolution's backward (native on CUDA, so
+    here too): each piece returns the gradient it hands a convolution's backward as its
+    kernel writes it, channels-last as the convolutions (their weights made
+    channels-last) wrote the activations; no piece copies it into eager's NCHW (which
+    cuDNN would copy back), and the gradients are eager's."""
+    from tessel.frontend import native_ops, split_graph
+    aten_backward = torch.ops.aten.convolution_backward.default
+
+    cuda_reason = native_ops.native_reason
+
+    def native_reason(node):
+        if node.op == "call_function" and node.target is aten_backward:
+            return "the convolution's backward, native as on CUDA"
+        return cuda_reason(node)
+    monkeypatch.setattr(native_ops, "native_reason", native_reason)
+    monkeypatch.setattr(split_graph, "native_reason", native_reason)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.GELU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 3, 8, 8)
+    for net in (compile_triton(model, tmp_path), reference):
+        net(x).square().sum().backward()
+    for compiled, eager in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(compiled.grad, eager.grad, atol=1e-4, rtol=1e-4)
+    hosts = [path.read_text() for path in tmp_path.glob("*_backward_piece/*_host_program.py")]
+    assert hosts and not any(".contiguous()" in host for host in hosts), hosts
+
+
 def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
     """The pieces around an op that runs eagerly get no replay of their own: the whole
     split graph is one, so that one CUDA graph holds the eager op too."""

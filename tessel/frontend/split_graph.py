@@ -115,10 +115,8 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
     relaid: dict[str, dict[int, tuple]] = {}  # by piece: inputs it takes as traced
     for index, name in enumerate(names):
         piece = pieces[name] = getattr(split, name)
-        # An inference graph's pieces hand each other results as written
-        # (piece_layouts.py); a training graph's keep their traced layouts.
-        saved = handed_to_pieces(split, name, set(names[index + 1:])) \
-            if kind == "inference" else None
+        # Pieces hand each other (and convolutions) results as written (piece_layouts.py).
+        saved = handed_to_pieces(split, name, set(names[index + 1:]))
         compiled = compile_piece(piece, options, f"{kind}_piece", depth + 1, saved)
         if saved is not None and saved.strides:
             relaid.update(restrided_readers(split, name, saved.strides))
