@@ -188,7 +188,6 @@ class FuseIntoScattersPass(ModulePass):
         owner.erase()
 
 
-
 def _parallel_and_flat(generic: ir.Operation, max_body: int) -> bool:
     """A generic of parallel loops whose body of at most `max_body` ops holds no
     regions and reads none of its inits, each result written at loop dims (or 0): a
