@@ -1652,6 +1652,27 @@ def test_deterministic_mode_scatters_an_embedding_s_gradient_through_index_put(t
     assert "tl.atomic_add(" not in (backward / "05_triton_kernels.py").read_text()
 
 
+def test_a_tied_embedding_s_rows_scatter_onto_the_lm_head_s_gradient(tmp_path):
+    """A tied embedding's gradient is the LM head's gemm's plus the rows its lookup
+    scatters: scatter-onto-addends adds the rows onto the gemm's gradient, where the
+    backward filled a [vocabulary, dims] tensor with zeros, scattered into it, and
+    added the two."""
+    weight = torch.randn(50, 8, requires_grad=True)
+    ids = torch.tensor([[1, 3, 1, 7], [0, 49, 3, 3]])
+
+    def language_model(w, i):
+        return F.linear(torch.tanh(F.embedding(i, w)), w).logsumexp(-1).sum()
+    compile_triton(language_model, tmp_path / "dump")(weight, ids).backward()
+    compiled, weight.grad = weight.grad, None
+    language_model(weight, ids).backward()
+    torch.testing.assert_close(compiled, weight.grad)
+    assert_compiled(2)
+    (backward,) = tmp_path.glob("dump/*_backward")
+    host = (backward / "06_host_program.py").read_text()
+    assert "torch.full((50, 8,)" not in host, host
+    assert "tl.atomic_add(" in (backward / "05_triton_kernels.py").read_text()
+
+
 def test_scatters_into_zeros_start_from_fills_of_their_own_not_copies(tmp_path):
     """Two tables' gradients (T5's relative position biases, an embedding's rows)
     accumulate into one zero constant of the backward: each scatter starts from a

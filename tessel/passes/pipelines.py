@@ -32,6 +32,8 @@ def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str =
 register_pipeline(
     "cpu-fuse",
     "builtin.module(check-contract{target=cpu},"
+    # A tied embedding's rows scatter onto the LM head's gradient, not into zeros.
+    "scatter-onto-addends,"
     # Depthwise convolutions on a transformer's rows run channels-last, on the rows.
     "depthwise-channels-last{min-pixels=197},"
     # f32 convolutions stay named: PyTorch's oneDNN kernels run them (library-calls),
@@ -134,7 +136,7 @@ def gpu_pipeline(templates: bool, atomic_add_types: str = ATOMIC_ADD_TYPES) -> s
                if templates else "pad-contractions,")
     epilogues = f"fuse-gemm-epilogues{{max-multiply-adds={_TEMPLATE_MAX_MULTIPLY_ADDS}}},"
     return (
-        "builtin.module(check-contract{target=gpu},"
+        "builtin.module(check-contract{target=gpu},scatter-onto-addends,"
         # Convolutions stay named: cuDNN (through aten) runs them, not an im2col + gemm.
         "narrow-matmul-operands,fold-transposes-into-matmul,fold-bias-into-gemm,"
         "convolution-bias-after,canonicalize,"

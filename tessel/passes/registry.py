@@ -66,6 +66,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.recompute_index_values",
     "tessel.passes.report_failed_checks",
     "tessel.passes.reshape_fills",
+    "tessel.passes.scatter_onto_addends",
     "tessel.passes.split_reductions",
     "tessel.passes.tile_for_threads",
     "tessel.passes.time_kernels",
