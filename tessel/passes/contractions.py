@@ -96,23 +96,29 @@ def stores_updates(scatter: ir.Operation) -> bool:
     return len(body) == 1 and body[0].operands[0] == block.arguments[0]
 
 
+def yields_sum_of(block: ir.Block, arguments: list, adds: tuple[str, ...]) -> bool:
+    """Whether the region body `block` is one add (of `adds`) of its two `arguments`,
+    yielded."""
+    body = [op.operation for op in block.operations]
+    return len(body) == 2 and body[0].name in adds and \
+        set(body[0].operands) == set(arguments) and body[1].operands[0] == body[0].results[0]
+
+
 def adds_updates(scatter: ir.Operation) -> bool:
     """Whether the tm_tensor.scatter `scatter` adds each update to the element it
     addresses (index_put_ with accumulate, scatter_add: an embedding's or a gather's
     gradient): its body yields the sum of its two arguments."""
     block = scatter.regions[0].blocks[0]
-    body = [op.operation for op in block.operations]
-    return len(body) == 2 and body[0].name in ("arith.addf", "arith.addi") and \
-        set(body[0].operands) == set(block.arguments) and \
-        body[1].operands[0] == body[0].results[0]
+    return yields_sum_of(block, list(block.arguments), ("arith.addf", "arith.addi"))
 
 
 # The element types whose adds Triton compiles as atomics (tl.atomic_add; bf16's on a
 # GPU only: Triton's interpreter computes in numpy, which has no bf16).
-ATOMIC_ADD_TYPES = "f16,bf16,f32,f64,i32,i64"
+ATOMIC_ADD_TYPES = ("f16", "bf16", "f32", "f64", "i32", "i64")
 
 
-def library_callee(op: ir.Operation, atomic_add_types: str = ATOMIC_ADD_TYPES) -> str | None:
+def library_callee(op: ir.Operation,
+                   atomic_add_types: tuple[str, ...] = ATOMIC_ADD_TYPES) -> str | None:
     """The library routine that implements `op`, if any: "gemm" for contractions,
     "conv2d" for a named convolution (NCHW, grouped or not, or an NHWC form), "scatter" for
     tm_tensor.scatter (aten's index_put_ on the GPU, which accumulates colliding
@@ -126,7 +132,7 @@ def library_callee(op: ir.Operation, atomic_add_types: str = ATOMIC_ADD_TYPES) -
         static = all(ir.ShapedType(v.type).has_static_shape for v in op.operands)
         element = str(ir.ShapedType(op.results[0].type).element_type)
         kernel = stores_updates(op) or (
-            adds_updates(op) and element in atomic_add_types.split(","))
+            adds_updates(op) and element in atomic_add_types)
         return None if static and kernel else "scatter"
     if op.name.startswith("linalg.") and is_contraction(op):
         return "gemm"

@@ -82,7 +82,7 @@ class FormKernelsPass(ModulePass):
     """
 
     name: ClassVar[str] = "form-kernels"
-    atomic_add_types: str = ATOMIC_ADD_TYPES
+    atomic_add_types: str = ",".join(ATOMIC_ADD_TYPES)
 
     def run(self, module: ir.Operation) -> None:
         for function in ir.defined_functions(module):
@@ -101,7 +101,7 @@ class FormKernelsPass(ModulePass):
             with op.context:
                 op.attributes[UNWRAPPED_KERNEL] = ir.StringAttr.get(kernel_name)
             return
-        callee = library_callee(op, self.atomic_add_types)
+        callee = library_callee(op, tuple(self.atomic_add_types.split(",")))
         library = callee is not None
         with op.context, op.location:
             attributes = ({"callee": ir.StringAttr.get(callee)} if library

@@ -129,7 +129,7 @@ register_pipeline(
 _TEMPLATE_MAX_MULTIPLY_ADDS = 1 << 32
 
 
-def gpu_pipeline(templates: bool, atomic_add_types: str = ATOMIC_ADD_TYPES) -> str:
+def gpu_pipeline(templates: bool, atomic_add_types: tuple[str, ...] = ATOMIC_ADD_TYPES) -> str:
     """The gpu pipeline's text: with gemm templates (max-autotune), and with scatters
     that add their updates as kernels in `atomic_add_types` (form-kernels)."""
     padding = (f"pad-contractions{{min-multiply-adds={_TEMPLATE_MAX_MULTIPLY_ADDS + 1}}},"
@@ -161,7 +161,7 @@ def gpu_pipeline(templates: bool, atomic_add_types: str = ATOMIC_ADD_TYPES) -> s
                         "collapse-elementwise-producers,",
                   # A norm of one token's row is a row kernel too.
                   unit_dims_folded="whole-reductions-as-rows,") +
-        f"form-kernels{{atomic-add-types={atomic_add_types}}},fuse-into-scatters,"
+        f"form-kernels{{atomic-add-types={','.join(atomic_add_types)}}},fuse-into-scatters,"
         + (epilogues if templates else "")
         + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true})")
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.contractions import adds_updates, is_zero_fill
+from tessel.passes.contractions import adds_updates, is_zero_fill, yields_sum_of
 from tessel.passes.registry import ModulePass, register
 
 
@@ -26,10 +26,7 @@ def _sum_of(generic: ir.Operation) -> bool:
     if not all(ir.is_identity_map(m) for m in ir.indexing_maps(generic)):
         return False
     block = generic.regions[0].blocks[0]
-    body = [op.operation for op in block.operations]
-    return len(body) == 2 and body[0].name == "arith.addf" and \
-        set(body[0].operands) == set(list(block.arguments)[:2]) and \
-        body[1].operands[0] == body[0].results[0]
+    return yields_sum_of(block, list(block.arguments)[:2], ("arith.addf",))
 
 
 @register

@@ -150,9 +150,9 @@ def _default_pipeline(options) -> str:
     fixed order), Triton's interpreter has no bf16 ones."""
     templates = _autotuning(options)
     if torch.are_deterministic_algorithms_enabled():
-        return gpu_pipeline(templates, atomic_add_types="")
+        return gpu_pipeline(templates, atomic_add_types=())
     if interpreting():
-        return gpu_pipeline(templates, atomic_add_types=",".join(t for t in ATOMIC_ADD_TYPES.split(",") if t != "bf16"))
+        return gpu_pipeline(templates, tuple(t for t in ATOMIC_ADD_TYPES if t != "bf16"))
     return "gpu-max-autotune" if templates else "gpu"
 
 
