@@ -92,7 +92,9 @@ def _normalized_over_tokens(qkv):
 _ACROSS_MEMORY = {
     "softmax_over_dim_1": (lambda x: torch.softmax(x, 1), (5, 37, 45), torch.float32, 1),
     "sum_over_dim_2": (lambda x: x.sum(2), (3, 4, 29, 33), torch.bfloat16, 1),
-    "norm_over_tokens": (_normalized_over_tokens, (2, 37, 3, 2, 23), torch.bfloat16, 1),
+    # q and k both normalized where the projection lies, with no permuted copy of it
+    # (slice-elementwise-producers: each is its slice of the permutation).
+    "norm_over_tokens": (_normalized_over_tokens, (2, 37, 3, 2, 23), torch.bfloat16, 2),
     # Rows too long for one block: the tile walks them in chunks.
     "long_rows_over_dim_1": (lambda x: (x * x).sum(1), (4, 3000, 45), torch.float32, 1),
 }
@@ -774,16 +776,11 @@ def test_pieces_hand_each_other_their_results_as_written(tmp_path):
     assert not any("(640, 1, 20,)" in host or ".contiguous()" in host for host in hosts), hosts
 
 
-def test_a_cnn_s_backward_hands_convolutions_their_gradients_as_written(tmp_path,
-                                                                        monkeypatch):
-    """A CNN's backward, split around each convolution's backward (native on CUDA, so
-    here too): each piece returns the gradient it hands a convolution's backward as its
-    kernel writes it, channels-last as the convolutions (their weights made
-    channels-last) wrote the activations; no piece copies it into eager's NCHW (which
-    cuDNN would copy back), and the gradients are eager's."""
+def _native_convolution_backward(monkeypatch):
+    """Make the convolution's backward a native op, as it is on CUDA: a CNN's backward
+    is then split around each one, as on the GPU."""
     from tessel.frontend import native_ops, split_graph
     aten_backward = torch.ops.aten.convolution_backward.default
-
     cuda_reason = native_ops.native_reason
 
     def native_reason(node):
@@ -792,18 +789,80 @@ def test_a_cnn_s_backward_hands_convolutions_their_gradients_as_written(tmp_path
         return cuda_reason(node)
     monkeypatch.setattr(native_ops, "native_reason", native_reason)
     monkeypatch.setattr(split_graph, "native_reason", native_reason)
+
+
+def _gradients_match_eager(model, x, dump_dir):
+    """One backward of the compiled `model` (dumped to `dump_dir`) and of a copy run
+    eagerly: the parameters' gradients agree."""
+    reference = copy.deepcopy(model)
+    for net in (compile_triton(model, dump_dir), reference):
+        net(x).square().sum().backward()
+    for compiled, eager in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(compiled.grad, eager.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_a_cnn_s_backward_hands_convolutions_their_gradients_as_written(tmp_path,
+                                                                        monkeypatch):
+    """A CNN's backward, split around each convolution's backward (native on CUDA, so
+    here too): each piece returns the gradient it hands a convolution's backward as its
+    kernel writes it, channels-last as the convolutions (their weights made
+    channels-last) wrote the activations; no piece copies it into eager's NCHW (which
+    cuDNN would copy back), and the gradients are eager's."""
+    _native_convolution_backward(monkeypatch)
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.GELU(),
         torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
-    reference = copy.deepcopy(model)
-    x = torch.randn(2, 3, 8, 8)
-    for net in (compile_triton(model, tmp_path), reference):
-        net(x).square().sum().backward()
-    for compiled, eager in zip(model.parameters(), reference.parameters()):
-        torch.testing.assert_close(compiled.grad, eager.grad, atol=1e-4, rtol=1e-4)
+    _gradients_match_eager(model, torch.randn(2, 3, 8, 8), tmp_path)
     hosts = [path.read_text() for path in tmp_path.glob("*_backward_piece/*_host_program.py")]
     assert hosts and not any(".contiguous()" in host for host in hosts), hosts
+
+
+def test_a_batch_norm_s_split_statistics_read_the_image_once(tmp_path):
+    """A batch norm over more values a channel than one program reduces: its statistics
+    are split over programs, and both sums (of x less a shift, and of its squares) are
+    one kernel over the image, where a mean's pass and then a variance's were two
+    (var_mean's one-pass form; the shift, each channel's first value, computed on its
+    slice of the image, not on a whole f32 copy). Output and running statistics are
+    eager's, for values far from zero."""
+    torch.manual_seed(0)
+    x = (torch.randn(4, 8, 48, 48) * 3 + 100).to(memory_format=torch.channels_last)
+    stats = [torch.zeros(8), torch.ones(8)]
+    eager_stats = [t.clone() for t in stats]
+
+    def norm(x, mean, var):
+        return F.batch_norm(x, mean, var, training=True)
+    torch.testing.assert_close(compile_triton(norm, tmp_path / "dump")(x, *stats),
+                               norm(x, *eager_stats), atol=1e-4, rtol=1e-4)
+    for compiled, eager in zip(stats, eager_stats):
+        torch.testing.assert_close(compiled, eager, atol=1e-4, rtol=1e-4)
+    assert_compiled()
+    kernels, host = generated_files(tmp_path / "dump")
+    image_sums = [kernel for kernel in kernels.split("@triton.jit")
+                  if "tl.sum(" in kernel and "stride4" in kernel]  # reads the split image
+    assert len(image_sums) == 1 and image_sums[0].count("tl.sum(") == 2, image_sums
+    assert host.count("[0:1, 0:8, 0:1, 0:1]") == 1, host  # the shift: one view of x
+
+
+def test_a_relu_s_backward_and_a_batch_norm_s_sums_are_one_kernel(tmp_path, monkeypatch):
+    """A ReLU's backward ahead of a batch norm's, over rows one program reduces: the
+    kernel that masks the gradient (which the convolution's backward reads) also sums it,
+    and sums it times x - mean (fuse-sibling-reductions: the second sum reads the tile
+    the first writes, where it had read the masked gradient back in a kernel of its own).
+    Gradients are eager's."""
+    _native_convolution_backward(monkeypatch)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.Conv2d(8, 8, 1, bias=False), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 4, 1, bias=False))
+    _gradients_match_eager(model, torch.randn(2, 3, 8, 8), tmp_path)
+    assert_compiled()
+    pieces = [path.read_text() for path in tmp_path.glob("*_backward_piece/*_host_program.py")]
+    # each norm's backward: its sums (and the ReLU's mask), then their combine and dx
+    assert len(pieces) == 2 and all(
+        len(re.findall(r"^    launch_main_\w+\(", piece, re.MULTILINE)) == 2
+        for piece in pieces), pieces
 
 
 def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):

@@ -116,3 +116,130 @@ func.func @negative_dependent_or_unrelated(%g: tensor<64x196xf32>,
   }
   return %sum, %centered, %half, %other : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// A ReLU's backward ahead of a batch norm's: the first loop writes the masked gradient
+// (a convolution's backward reads it) and sums it; the second reads the tile the first
+// wrote, with x. One loop: the second sum reads the masked tile where it is computed,
+// and the combine of the first sum (between the loops) runs after it.
+// CHECK-LABEL: func.func @reads_the_tile_the_first_writes
+// CHECK:         %[[FUSED:.*]]:3 = scf.forall (%[[C:.*]]) in (64)
+// CHECK:           %[[MASKED:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[MASKED]] :
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[MASKED]], %{{.*}} :
+// CHECK:           scf.forall.in_parallel
+// CHECK-NEXT:        tensor.parallel_insert_slice %[[MASKED]]
+// CHECK-NOT:     scf.forall
+// CHECK:         %[[HALF:.*]] = linalg.generic {{.*}} ins(%[[FUSED]]#1 :
+// CHECK:         return %[[FUSED]]#0, %[[HALF]], %[[FUSED]]#2
+func.func @reads_the_tile_the_first_writes(%g: tensor<64x196xf32>, %y: tensor<64x196xf32>,
+                                           %x: tensor<64x196xf32>, %init: tensor<64xf32>)
+    -> (tensor<64x196xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %empty = tensor.empty() : tensor<64x196xf32>
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %first:2 = scf.forall (%c) in (64) shared_outs(%masked_out = %empty, %out = %init)
+      -> (tensor<64x196xf32>, tensor<64xf32>) {
+    %gs = tensor.extract_slice %g[%c, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %ys = tensor.extract_slice %y[%c, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %ms = tensor.extract_slice %masked_out[%c, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %m = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%gs, %ys : tensor<1x196xf32>, tensor<1x196xf32>) outs(%ms : tensor<1x196xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %positive = arith.cmpf ogt, %b, %zero : f32
+      %v = arith.select %positive, %a, %zero : f32
+      linalg.yield %v : f32
+    } -> tensor<1x196xf32>
+    %acc = tensor.extract_slice %out[%c] [1] [1] : tensor<64xf32> to tensor<1xf32>
+    %r = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%m : tensor<1x196xf32>) outs(%acc : tensor<1xf32>) {
+    ^bb0(%in: f32, %a: f32):
+      %s = arith.addf %in, %a : f32
+      linalg.yield %s : f32
+    } -> tensor<1xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %m into %masked_out[%c, 0] [1, 196] [1, 1] : tensor<1x196xf32> into tensor<64x196xf32>
+      tensor.parallel_insert_slice %r into %out[%c] [1] [1] : tensor<1xf32> into tensor<64xf32>
+    }
+  }
+  %halved = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                            iterator_types = ["parallel"]}
+      ins(%first#1 : tensor<64xf32>) outs(%init : tensor<64xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %h = arith.mulf %in, %half : f32
+    linalg.yield %h : f32
+  } -> tensor<64xf32>
+  %dot = scf.forall (%c) in (64) shared_outs(%out = %init) -> (tensor<64xf32>) {
+    %ms = tensor.extract_slice %first#0[%c, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %xs = tensor.extract_slice %x[%c, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %acc = tensor.extract_slice %out[%c] [1] [1] : tensor<64xf32> to tensor<1xf32>
+    %r = linalg.generic {indexing_maps = [#rows, #rows, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%ms, %xs : tensor<1x196xf32>, tensor<1x196xf32>) outs(%acc : tensor<1xf32>) {
+    ^bb0(%in: f32, %in2: f32, %a: f32):
+      %p = arith.mulf %in, %in2 : f32
+      %s = arith.addf %p, %a : f32
+      linalg.yield %s : f32
+    } -> tensor<1xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %r into %out[%c] [1] [1] : tensor<1xf32> into tensor<64xf32>
+    }
+  }
+  return %first#0, %halved, %dot : tensor<64x196xf32>, tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// The second loop reads the first's written tile of another row (c + 1's, through a
+// transposed index): its own iteration has not computed that one. Two loops.
+// CHECK-LABEL: func.func @negative_reads_another_tile
+// CHECK-COUNT-2: scf.forall
+func.func @negative_reads_another_tile(%g: tensor<64x196xf32>, %init: tensor<64xf32>,
+                                       %rows_init: tensor<64x196xf32>)
+    -> (tensor<64x196xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %first:2 = scf.forall (%c) in (64) shared_outs(%doubled = %rows_init, %out = %init)
+      -> (tensor<64x196xf32>, tensor<64xf32>) {
+    %gs = tensor.extract_slice %g[%c, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %ds = tensor.extract_slice %doubled[%c, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %d = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+        ins(%gs : tensor<1x196xf32>) outs(%ds : tensor<1x196xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %v = arith.addf %a, %a : f32
+      linalg.yield %v : f32
+    } -> tensor<1x196xf32>
+    %acc = tensor.extract_slice %out[%c] [1] [1] : tensor<64xf32> to tensor<1xf32>
+    %r = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%d : tensor<1x196xf32>) outs(%acc : tensor<1xf32>) {
+    ^bb0(%in: f32, %a: f32):
+      %s = arith.addf %in, %a : f32
+      linalg.yield %s : f32
+    } -> tensor<1xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %d into %doubled[%c, 0] [1, 196] [1, 1] : tensor<1x196xf32> into tensor<64x196xf32>
+      tensor.parallel_insert_slice %r into %out[%c] [1] [1] : tensor<1xf32> into tensor<64xf32>
+    }
+  }
+  %second = scf.forall (%c) in (64) shared_outs(%out = %init) -> (tensor<64xf32>) {
+    %gs = tensor.extract_slice %g[%c, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %next = affine.apply affine_map<(d0) -> ((d0 + 1) mod 64)>(%c)
+    %ds = tensor.extract_slice %first#0[%next, 0] [1, 196] [1, 1] : tensor<64x196xf32> to tensor<1x196xf32>
+    %acc = tensor.extract_slice %out[%c] [1] [1] : tensor<64xf32> to tensor<1xf32>
+    %r = linalg.generic {indexing_maps = [#rows, #rows, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%gs, %ds : tensor<1x196xf32>, tensor<1x196xf32>) outs(%acc : tensor<1xf32>) {
+    ^bb0(%in: f32, %in2: f32, %a: f32):
+      %p = arith.mulf %in, %in2 : f32
+      %s = arith.addf %p, %a : f32
+      linalg.yield %s : f32
+    } -> tensor<1xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %r into %out[%c] [1] [1] : tensor<1xf32> into tensor<64xf32>
+    }
+  }
+  return %first#0, %first#1, %second : tensor<64x196xf32>, tensor<64xf32>, tensor<64xf32>
+}

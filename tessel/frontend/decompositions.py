@@ -26,6 +26,7 @@ from tessel.frontend.lowerable_decompositions import (
     transposed_convolution_cropped,
 )
 from tessel.frontend.special_functions import special_decompositions
+from tessel.passes.split_reductions import fits_one_program
 
 aten = torch.ops.aten
 
@@ -82,22 +83,40 @@ def flash_attention_for_cpu_backward(grad_out, query, key, value, out, attention
 
 
 def var_mean_correction(x, dim=None, *, correction=None, keepdim=False):
-    """var_mean in the input's precision, two passes (mean, then squared deviations).
+    """var_mean in the input's precision.
 
     torch-mlir's own lowering upcasts to f64, which doubles memory traffic and halves
     vector width on the CPU; eager computes in the input's precision too.
+
+    A reduction that fits one GPU program (a layer norm's row) takes two passes, the mean
+    and then the squared deviations from it, both over the row the program holds. A
+    longer one (a batch norm's statistics over batch and pixels) is split over programs
+    (split-reductions), where a second pass is two more kernels that read the whole
+    tensor again: there both sums are taken in one pass over the values less a shift,
+    the first value of each reduced slice, as Inductor's one-pass Welford reduction
+    reads them once. Shifted by a value of the data, var = (S2 - S1^2 / n) / n loses
+    little to cancellation: the shift lies within a few deviations of the mean.
     """
     if not x.dtype.is_floating_point or x.dtype == torch.float64:
         return NotImplemented
-    dims = list(range(x.dim())) if dim is None else dim
+    dims = list(range(x.dim())) if dim is None else [d % max(x.dim(), 1) for d in dim]
     correction = 1 if correction is None else correction
     count = 1
     for d in dims:
         count *= x.shape[d]
-    mean = torch.mean(x, dims, keepdim=True)
-    centered = x - mean
-    var = torch.sum(centered * centered, dims, keepdim=keepdim) / max(count - correction, 0)
-    return var, mean if keepdim else mean.squeeze(dims)
+    if fits_one_program(count):
+        mean = torch.mean(x, dims, keepdim=True)
+        centered = x - mean
+        var = torch.sum(centered * centered, dims, keepdim=keepdim) / max(count - correction, 0)
+        return var, mean if keepdim else mean.squeeze(dims)
+    shift = x[tuple(slice(0, 1) if d in dims else slice(None) for d in range(x.dim()))]
+    shifted = x - shift
+    shifted_sum = torch.sum(shifted, dims, keepdim=True)
+    squares = torch.sum(shifted * shifted, dims, keepdim=True)
+    mean_shifted = shifted_sum / count
+    var = torch.clamp_min(squares - shifted_sum * mean_shifted, 0) / max(count - correction, 0)
+    mean = shift + mean_shifted
+    return (var, mean) if keepdim else (var.squeeze(dims), mean.squeeze(dims))
 
 
 def as_strided_as_view(x, size, stride, storage_offset=None):

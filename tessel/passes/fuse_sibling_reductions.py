@@ -7,27 +7,29 @@ from tessel import ir
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.transform_script import apply_transform_script, match_marked
 
-_SOURCE, _TARGET = "tessel.sibling_source", "tessel.sibling_target"
-# Ops that may move up to the first sibling when the second one reads them: views,
-# constants and fills, which compute nothing the first could need to run after.
-_MOVABLE = frozenset({"tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice",
-                      "tensor.empty", "arith.constant", "linalg.fill"})
+_FIRST, _SECOND = "tessel.sibling_first", "tessel.sibling_second"
+_TILE = "tessel.sibling_tile"  # on a read of the first loop's tile: which result
+_SLICE_ATTRIBUTES = ("static_offsets", "static_sizes", "static_strides")
 
 
 @register
 @dataclass(frozen=True)
 class FuseSiblingReductionsPass(ModulePass):
-    """fuse-sibling-reductions: two tiled reductions over the same rows that read the same
-    tensor become one loop (transform.loop.fuse_sibling), so one kernel reads the rows
-    once for both.
+    """fuse-sibling-reductions: two tiled reductions over the same rows become one loop
+    (transform.loop.fuse_sibling) when they read the same tensor, or when the second
+    reads the tile of an element-wise result that the first writes: one kernel then
+    reads the rows once for both.
 
     A batch norm's backward sums the gradient, and the gradient times x - mean, per
     channel: two reductions over the same image, each its own kernel (and, split, two
-    partial and two combining kernels), each reading the gradient image. Inductor reduces
-    both in one. Loops fuse when, tiled by fuse-tiles, they are scf.forall ops of `main`
-    with the same static bounds, each reducing rows of the same shape, the second reads
-    nothing the first computes (views, constants and fills between them move up to the
-    first), and both read one tensor (or results of one op) besides their destinations.
+    partial and two combining kernels), each reading the gradient image. Where a ReLU's
+    backward comes first, the first loop also writes the masked gradient (a convolution's
+    backward reads it) and the second read it back. Inductor reduces both in one.
+    Loops fuse when, tiled by fuse-tiles, they are scf.forall ops of `main` with the
+    same static bounds, each reducing rows of the same shape; the second reads nothing
+    the first computes but those tiles, where the first wrote them; the ops between
+    them that read the first's results run after the fused loop, and the second reads
+    none of them.
     """
 
     name: ClassVar[str] = "fuse-sibling-reductions"
@@ -35,18 +37,21 @@ class FuseSiblingReductionsPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         with module.context:
             while (pair := _sibling_pair(module)) is not None:
-                source, target = pair
-                source.attributes[_SOURCE] = ir.UnitAttr.get()
-                target.attributes[_TARGET] = ir.UnitAttr.get()
+                first, second = pair
+                first.attributes[_FIRST] = ir.UnitAttr.get()
+                second.attributes[_SECOND] = ir.UnitAttr.get()
+                # The first loop's body and results come first in the fused loop, which
+                # takes the second's place.
                 apply_transform_script(module, [
-                    match_marked("%source", _SOURCE), match_marked("%target", _TARGET),
-                    "%fused = transform.loop.fuse_sibling %target into %source : "
+                    match_marked("%first", _FIRST), match_marked("%second", _SECOND),
+                    "%fused = transform.loop.fuse_sibling %first into %second : "
                     "(!transform.any_op, !transform.any_op) -> !transform.any_op"])
-                for op in ir.ops_where(module, lambda op: _SOURCE in op.attributes
-                                       or _TARGET in op.attributes):
-                    for mark in (_SOURCE, _TARGET):
+                for op in ir.ops_where(module, lambda op: _FIRST in op.attributes
+                                       or _SECOND in op.attributes):
+                    for mark in (_FIRST, _SECOND):
                         if mark in op.attributes:
                             del op.attributes[mark]
+                _forward_tiles(module)
 
 
 def _row_signature(loop: ir.Operation) -> tuple | None:
@@ -85,23 +90,35 @@ def _tensors_read(loop: ir.Operation) -> set:
 
 
 def _sibling_pair(module: ir.Operation) -> tuple[ir.Operation, ir.Operation] | None:
-    """The first (earlier loop, later loop) that fuse, after moving what the later one
-    reads up above the earlier one; None where no two do."""
+    """The first (earlier loop, later loop) that fuse, once the later loop's reads of
+    the earlier one's tiles read its shared outputs' initial values instead (marked
+    with _TILE) and the ops between the two that read the earlier one moved below the
+    later one; None where no two loops fuse."""
     for function in ir.defined_functions(module):
         ops = [op.operation for op in function.regions[0].blocks[0].operations]
         position = {op: index for index, op in enumerate(ops)}
         loops = [(op, signature) for op in ops if (signature := _row_signature(op)) is not None]
-        for index, (source, signature) in enumerate(loops):
-            shared = _tensors_read(source)
-            for target, other in loops[index + 1:]:
-                if other != signature or not shared & _tensors_read(target):
+        for index, (first, signature) in enumerate(loops):
+            shared = _tensors_read(first)
+            for second, other in loops[index + 1:]:
+                if other != signature:
                     continue
-                moved = _movable_above(ir.values_read_from_above(target), source, position)
-                if moved is None:
+                tiles = _tiles_read(first, second)
+                if tiles is None or not (tiles or shared & _tensors_read(second)):
                     continue
-                for op in sorted(moved, key=position.__getitem__):
-                    op.move_before(source)
-                return source, target
+                below = _readers_of(first, ops[position[first] + 1:position[second]])
+                if any(ir.operation_of(value.owner) in below
+                       for value in ir.values_read_from_above(second)):
+                    continue  # the second loop reads what the first's results compute
+                for op in sorted(below, key=position.__getitem__, reverse=True):
+                    op.move_after(second)
+                for extract, result in tiles:
+                    # Any value defined above the first loop: _forward_tiles replaces
+                    # the read once the loops are one.
+                    extract.operands[0] = first.operands[result]
+                    extract.attributes[_TILE] = ir.IntegerAttr.get(
+                        ir.IntegerType.get_signless(64), result)
+                return first, second
     return None
 
 
@@ -110,19 +127,93 @@ def _fills(op: ir.Operation) -> bool:
     return op.name == "linalg.generic" and len(op.operands) == len(op.results)
 
 
-def _movable_above(reads: list[ir.Value], source: ir.Operation,
-                   position: dict) -> set[ir.Operation] | None:
-    """The ops between `source` and its sibling that compute what the sibling reads (its
-    destinations too), where all of them may move above `source` (views, constants and
-    fills of values defined before it); None where one may not."""
-    moved: set[ir.Operation] = set()
-    pending = list(reads)
-    while pending:
-        owner = ir.operation_of(pending.pop().owner)
-        if owner is None or owner in moved or position.get(owner, -1) < position[source]:
-            continue  # a block argument, or defined above the source already
-        if owner.name not in _MOVABLE and not _fills(owner):
-            return None
-        moved.add(owner)
-        pending.extend(owner.operands)
-    return moved
+def _readers_of(loop: ir.Operation, ops: list[ir.Operation]) -> set[ir.Operation]:
+    """The ops of `ops` (in order) that read `loop`'s results, or what those ops
+    compute, in their operands or their bodies."""
+    computed, readers = set(loop.results), set()
+    for op in ops:
+        if any(value in computed for value in ir.values_read_from_above(op)):
+            readers.add(op)
+            computed.update(op.results)
+    return readers
+
+
+def _inserts(loop: ir.Operation) -> dict[int, ir.Operation]:
+    """The loop's tensor.parallel_insert_slice ops by the shared output they write."""
+    block = loop.regions[0].blocks[0]
+    first_output = len(block.arguments) - len(loop.results)
+    terminator = block.operations[len(block.operations) - 1]
+    outputs = {argument: index for index, argument in
+               enumerate(list(block.arguments)[first_output:])}
+    return {outputs[insert.operands[1]]: insert.operation
+            for insert in terminator.regions[0].blocks[0].operations}
+
+
+def _tile_of(value: ir.Value, loop: ir.Operation) -> list:
+    """`value` as a position in `loop`'s tile: the index of the loop's induction
+    variable it is, else the value itself (a constant offset is not a Value)."""
+    block = loop.regions[0].blocks[0]
+    for index, argument in enumerate(block.arguments):
+        if value == argument:
+            return ["iv", index]
+    return [value]
+
+
+def _same_slice(extract: ir.Operation, second: ir.Operation,
+                insert: ir.Operation, first: ir.Operation) -> bool:
+    """Whether `extract` (in the second loop) reads the slice that `insert` (in the
+    first) writes, each loop's induction variables taken in the same order."""
+    read = ir.mixed_values(extract, _SLICE_ATTRIBUTES, 1)
+    written = ir.mixed_values(insert, _SLICE_ATTRIBUTES, 2)
+    return all(
+        (a == b) if isinstance(a, int) or isinstance(b, int)
+        else _tile_of(a, second) == _tile_of(b, first)
+        for read_list, written_list in zip(read, written)
+        for a, b in zip(read_list, written_list, strict=True))
+
+
+def _elementwise(value: ir.Value) -> bool:
+    owner = ir.operation_of(value.owner)
+    return owner is not None and owner.name == "linalg.generic" and all(
+        "parallel" in str(i) for i in ir.ArrayAttr(owner.attributes["iterator_types"]))
+
+
+def _tiles_read(first: ir.Operation, second: ir.Operation) -> list | None:
+    """The reads of the first loop's results in the second loop, as (the
+    tensor.extract_slice, the result's index), where each is an extract_slice in its
+    body of the tile the first loop writes of an element-wise result, in the same
+    iteration; else None."""
+    inserts = _inserts(first)
+    second_body = second.regions[0].blocks[0]
+    tiles = []
+    for index, result in enumerate(first.results):
+        for use in result.uses:
+            reader = ir.operation_of(use.owner)
+            if not _nested_in(reader, second):
+                continue
+            insert = inserts.get(index)
+            if reader.name != "tensor.extract_slice" or reader.parent != second \
+                    or insert is None or not _elementwise(insert.operands[0]) \
+                    or reader.results[0].type != insert.operands[0].type \
+                    or not _same_slice(reader, second, insert, first):
+                return None
+            tiles.append((reader, index))
+    return tiles
+
+
+def _nested_in(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    while op is not None and op.name != "func.func":
+        if op == ancestor:
+            return True
+        op = op.parent
+    return False
+
+
+def _forward_tiles(module: ir.Operation) -> None:
+    """Each marked read of a tile of the first loop's results, now in the fused loop
+    whose first results are the first loop's, takes the value that the first loop's
+    body writes there instead."""
+    for extract in ir.ops_where(module, lambda op: _TILE in op.attributes):
+        result = ir.IntegerAttr(extract.attributes[_TILE]).value
+        extract.results[0].replace_all_uses_with(_inserts(extract.parent)[result].operands[0])
+        extract.erase()

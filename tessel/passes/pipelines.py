@@ -18,7 +18,8 @@ register_pipeline(
 def _fusion(fuse_tiles: str, keep: str = "matmul,batch_matmul", producers: str = "",
             fused: str = "", unit_dims_folded: str = "") -> str:
     return (
-        f"generalize-named-ops{{keep={keep}}},trim-window-inputs,{producers}"
+        f"generalize-named-ops{{keep={keep}}},trim-window-inputs,slice-elementwise-producers,"
+        f"{producers}"
         "outline-contractions,"
         "hoist-size-computations,"
         f"func.func(linalg-fuse-elementwise-ops),{fused}fuse-returned-producers,"

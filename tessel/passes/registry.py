@@ -67,6 +67,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.report_failed_checks",
     "tessel.passes.reshape_fills",
     "tessel.passes.scatter_onto_addends",
+    "tessel.passes.slice_elementwise_producers",
     "tessel.passes.split_reductions",
     "tessel.passes.tile_for_threads",
     "tessel.passes.time_kernels",
