@@ -95,8 +95,9 @@ _ACROSS_MEMORY = {
     # q and k both normalized where the projection lies, with no permuted copy of it
     # (slice-elementwise-producers: each is its slice of the permutation).
     "norm_over_tokens": (_normalized_over_tokens, (2, 37, 3, 2, 23), torch.bfloat16, 2),
-    # Rows too long for one block: the tile walks them in chunks.
-    "long_rows_over_dim_1": (lambda x: (x * x).sum(1), (4, 3000, 45), torch.float32, 1),
+    # Rows too long for one block: the tile walks them in chunks (2999 is prime: no
+    # piece to split them into).
+    "long_rows_over_dim_1": (lambda x: (x * x).sum(1), (4, 2999, 45), torch.float32, 1),
 }
 
 
@@ -119,6 +120,42 @@ def test_reductions_across_memory_hold_a_tile_of_rows_per_program(tmp_path, case
     for kernel in tiles:
         assert "row_mask = row < " in kernel and "mask=mask" in kernel
         assert "axis=1, keep_dims=True" in kernel and "axis=0" not in kernel
+
+
+def test_a_bias_gradient_s_column_sums_split_over_programs(tmp_path):
+    """A linear layer's bias gradient sums the columns of [tokens, features]: each
+    program holds a tile of 32 columns, so 768 columns were 24 programs, each walking
+    all 6304 rows, on a GPU of 132 SMs. Counted as 24 outputs (split-reductions), the
+    rows split into pieces: partial sums over many programs, then their combine."""
+    g = torch.randn(6304, 768, dtype=torch.bfloat16)
+    torch.testing.assert_close(compile_triton(lambda g: g.sum(0), tmp_path / "dump")(g).float(),
+                               g.float().sum(0), rtol=2e-2, atol=1.0)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    grids = [int(grid) for grid in re.findall(r"grid=\((\d+),\)", host)]
+    assert len(grids) == 2 and max(grids) >= 264, host
+
+
+def test_a_layer_norm_s_backward_sums_its_rows_in_kernels(tmp_path):
+    """A layer norm's backward sums each row of its gradient times the weight: once the
+    product fuses into the sum, that generic multiply-accumulates, and it was a cuBLAS
+    gemv through torch.einsum on the host, beside the kernels of the row's other sums.
+    It is a reduction kernel now (vector-products-as-reductions)."""
+    torch.manual_seed(0)
+    norm = torch.nn.LayerNorm(64)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+    reference = copy.deepcopy(norm)
+    x, grad = torch.randn(4, 17, 64), torch.randn(4, 17, 64)
+    inputs = [x.clone().requires_grad_(), x.clone().requires_grad_()]
+    compile_triton(norm, tmp_path / "dump")(inputs[0]).backward(grad)
+    reference(inputs[1]).backward(grad)
+    torch.testing.assert_close(inputs[0].grad, inputs[1].grad, atol=1e-5, rtol=1e-5)
+    for compiled, eager in zip(norm.parameters(), reference.parameters()):
+        torch.testing.assert_close(compiled.grad, eager.grad, atol=1e-4, rtol=1e-4)
+    assert assert_compiled(min_graphs=2)["backward_graphs_compiled"] == 1
+    host = next((tmp_path / "dump").glob("*_backward/*_host_program.py")).read_text()
+    assert "einsum" not in host and "torch.mm" not in host, host
 
 
 def test_per_channel_sums_of_a_channels_last_image_hold_a_tile_of_channels(tmp_path):
@@ -643,7 +680,7 @@ _TILES_FOR_PTX = {
     "held": (_normalized_over_tokens, (2, 196, 3, 4, 48),
              r"row = tl.program_id\(0\) \* \d+ \+ tl.arange\(0, \d+\)\[:, None\]", 256),
     # Too long for one block: walked in chunks, its accumulators loop-carried tiles.
-    "walked": (lambda x: (x * x).sum(1), (4, 3000, 45),
+    "walked": (lambda x: (x * x).sum(1), (4, 2999, 45),
                r"tl.full\(\[32, BLOCK\], 0, tl.float32\)\n    for start", 128),
 }
 
@@ -657,8 +694,9 @@ def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path, case):
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
     tiled = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?" + pattern,
                        kernels_file.read_text(), re.DOTALL)
-    assert len(tiled) == 1
-    assert "st.global" in _ptx_for_sm90(kernels_file, tiled[0], "*bf16", {"BLOCK": block})
+    assert tiled
+    for name in tiled:
+        assert "st.global" in _ptx_for_sm90(kernels_file, name, "*bf16", {"BLOCK": block})
 
 
 def test_gemm_template_compiles_to_tensor_core_ptx_for_sm90(tmp_path):

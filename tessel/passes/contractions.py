@@ -73,18 +73,35 @@ def is_multiply_accumulate(op: ir.Operation) -> bool:
             and multiply.results[0] in list(add.operands))
 
 
+# On a multiply-accumulate generic that a target computes as a reduction kernel, not
+# a library gemm (vector-products-as-reductions).
+AS_REDUCTION = "tessel.as_reduction"
+
+
 def is_contraction(op: ir.Operation) -> bool:
     """A matmul-like op: named matmul/batch_matmul, or a generic with a reduction whose
     body multiply-accumulates two inputs (what BLAS gemm computes), each operand read
     along loop dims (a convolution's weight gradient reads `h * stride + kh`: no gemm
-    takes that, and it stays a loop nest)."""
+    takes that, and it stays a loop nest), unless marked AS_REDUCTION."""
     if op.name in NAMED_CONTRACTIONS:
         return True
-    return (op.name == "linalg.generic"
+    return (op.name == "linalg.generic" and AS_REDUCTION not in op.attributes
             and any("reduction" in str(t) for t in op.attributes["iterator_types"])
             and is_multiply_accumulate(op)
             and all(isinstance(e, ir.AffineDimExpr)
                     for m in ir.indexing_maps(op) for e in m.results))
+
+
+def is_vector_product(op: ir.Operation) -> bool:
+    """A contraction (is_contraction) in which an input reads no parallel dim that the
+    other does not read: a matrix times a vector, or a dot of two rows, where gemm's M
+    or N is missing and every value read is used once."""
+    if op.name != "linalg.generic" or not is_contraction(op):
+        return False
+    parallel = {d for d, t in enumerate(op.attributes["iterator_types"])
+                if "parallel" in str(t)}
+    a, b = ({e.position for e in m.results} & parallel for m in ir.indexing_maps(op)[:2])
+    return not (a - b) or not (b - a)
 
 
 def stores_updates(scatter: ir.Operation) -> bool:

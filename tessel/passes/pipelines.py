@@ -142,9 +142,11 @@ def gpu_pipeline(templates: bool, atomic_add_types: tuple[str, ...] = ATOMIC_ADD
         "narrow-matmul-operands,fold-transposes-into-matmul,fold-bias-into-gemm,"
         "convolution-bias-after,canonicalize,"
         + padding + "canonicalize,"
-        # Reductions split once elementwise fusion has put their producers in them,
-        # before fuse-tiles tiles the partial results by rows.
-        + _fusion("split-reductions,fuse-tiles{gemm-epilogues=false tile-leading-dims=true},"
+        # A product that elementwise fusion fused into its sum, a matrix times a vector,
+        # is a reduction, not a gemm. Reductions split once elementwise fusion has put
+        # their producers in them, before fuse-tiles tiles the partial results by rows.
+        + _fusion("vector-products-as-reductions,"
+                  "split-reductions,fuse-tiles{gemm-epilogues=false tile-leading-dims=true},"
                   # After CSE has merged the reads that sibling reductions share.
                   "canonicalize,cse,fuse-sibling-reductions",
                   keep="matmul,batch_matmul,conv_2d_nchw_fchw,conv_2d_ngchw_gfchw,"

@@ -74,6 +74,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.transpose_in_blocks",
     "tessel.passes.trim_window_inputs",
     "tessel.passes.truncate_through_f32",
+    "tessel.passes.vector_products_as_reductions",
     "tessel.passes.whole_reductions_as_rows",
     "tessel.passes.write_inputs_in_place",
 )

@@ -63,9 +63,9 @@ def wanted_splits(reduced: int, outputs: int, multiprocessors: int) -> int:
     return -(-reduced // (per_thread * _THREADS_PER_PROGRAM))
 
 
-# The channels a GPU program reduces side by side in a per-channel reduction of an
-# image, which the GPU target holds channels-last (targets/triton/row_tiles.py: a tile
-# of 32 rows).
+# The rows a GPU program reduces side by side where they lie across memory: each
+# channel of an image the GPU target holds channels-last, each column of a matrix
+# (targets/triton/row_tiles.py: a tile of 32 rows).
 CHANNELS_PER_PROGRAM = 32
 
 
@@ -80,6 +80,19 @@ def _per_channel_of_an_image(op: ir.Operation, reduced: list[int]) -> bool:
         if not 3 <= len(positions) <= 5 or None in positions:
             continue
         if positions[1] not in reduced and set(reduced) == set(positions) - {positions[1]}:
+            return True
+    return False
+
+
+def _columns_of_a_tensor(op: ir.Operation, reduced: list[int]) -> bool:
+    """Whether an input that `op` reads at every loop dim has a kept dim innermost (a
+    linear layer's bias gradient sums the columns of [tokens, features]): its rows lie
+    across memory, one element of each in a line."""
+    inputs = len(op.operands) - len(op.results)
+    loops = ir.indexing_maps(op)[-1].n_dims
+    for affine_map in ir.indexing_maps(op)[:inputs]:
+        positions = ir.dim_positions(affine_map)
+        if len(positions) == loops and None not in positions and positions[-1] not in reduced:
             return True
     return False
 
@@ -205,9 +218,9 @@ class SplitReductionsPass(ModulePass):
         reduced = [d for d, is_reduction in enumerate(_iterators(op)) if is_reduction]
         outputs = math.prod(r for d, r in enumerate(ranges) if d not in reduced)
         values = math.prod(ranges[d] for d in reduced)
-        if _per_channel_of_an_image(op, reduced):
-            # A program reduces CHANNELS_PER_PROGRAM channels side by side: count
-            # each group as one output of that many rows.
+        if _per_channel_of_an_image(op, reduced) or _columns_of_a_tensor(op, reduced):
+            # A program reduces CHANNELS_PER_PROGRAM rows side by side: count each
+            # group as one output of that many rows (768 columns are 24 programs).
             outputs = -(-outputs // CHANNELS_PER_PROGRAM)
             values *= CHANNELS_PER_PROGRAM
         wanted = wanted_splits(values, outputs, self.multiprocessors)

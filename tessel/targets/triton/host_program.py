@@ -733,13 +733,14 @@ class _HostWriter:
     def overwritable(self, op: ir.Operation, kernel: KernelSource) -> dict[int, tuple[str, ...]]:
         """Result index -> the names of the inputs that result of kernel `op` may be
         written over (in_place_writes.py): held in the result's element type, and in a
-        combo, read by no other member, which may run at the same time."""
+        combo, read by no other member, which may run at the same time, itself or
+        through a view (a slice of a convolution's result that another member reads)."""
         members = self.combo_members.get(ir.StringAttr(op.attributes[COMBO]).value, []) \
             if COMBO in op.attributes else []
-        elsewhere = {value for member in members if member != op
+        elsewhere = {view_root(value) for member in members if member != op
                      for value in self.kernels[kernel_name(member)].inputs}
         return {index: tuple(self.names[value] for value in inputs
-                             if value not in elsewhere and value in self.names
+                             if view_root(value) not in elsewhere and value in self.names
                              and self.stored_element(value) == kernel.results[index].element)
                 for index, inputs in overwritable_inputs(op).items()}
 
