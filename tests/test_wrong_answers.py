@@ -214,3 +214,21 @@ def test_comparisons_with_a_scalar_compare_in_the_tensors_dtype(target, dtype):
                                               options={"target": target})(x), fn(x)):
         assert torch.equal(actual, expected)
     assert_compiled()
+
+
+@TARGETS
+def test_a_classifier_of_a_norm_s_first_token_matches_eager(target):
+    """ViT's pooled output reads the first token of its final layer norm, after a
+    residual add: the classifier is eager's (slice-elementwise-producers leaves the
+    norm whole: a reduction's result reaches its output)."""
+    torch.manual_seed(0)
+    norm, head = torch.nn.LayerNorm(64), torch.nn.Linear(64, 10)
+
+    def fn(x, residual):
+        return head(norm(x + residual)[:, 0] * 0.5)
+
+    x, residual = torch.randn(2, 17, 64), torch.randn(2, 17, 64)
+    compiled = torch.compile(fn, backend="mlir", options={"target": target, "fallback": False})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x, residual), fn(x, residual))
+    assert_compiled()

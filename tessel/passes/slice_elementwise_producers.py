@@ -18,14 +18,18 @@ def _static_slice(op: ir.Operation) -> bool:
         == ir.RankedTensorType(op.operands[0].type).rank
 
 
-def _sliceable(producer: ir.Operation | None) -> bool:
+def _parallel(generic: ir.Operation) -> bool:
+    return all("parallel" in str(kind)
+               for kind in ir.ArrayAttr(generic.attributes["iterator_types"]))
+
+
+def _sliceable(producer: ir.Operation | None, reads_reductions) -> bool:
     """A linalg.generic of parallel loops with one result written at its points in loop
-    order, each input read at loop dims or at 0 of a unit dim (a broadcast), its init
-    unread: a slice of its result is its body over slices of its inputs."""
-    if producer is None or producer.name != "linalg.generic" or len(producer.results) != 1:
-        return False
-    if not all("parallel" in str(kind)
-               for kind in ir.ArrayAttr(producer.attributes["iterator_types"])):
+    order, each input read at loop dims or at 0 of a unit dim (a broadcast), computed
+    from no reduction (`reads_reductions`): a slice of its result is its body over
+    slices of its inputs and init."""
+    if producer is None or producer.name != "linalg.generic" or len(producer.results) != 1 \
+            or not _parallel(producer):
         return False
     maps = ir.indexing_maps(producer)
     if not ir.is_identity_map(maps[-1]) or not all(
@@ -33,29 +37,49 @@ def _sliceable(producer: ir.Operation | None) -> bool:
             or (isinstance(e, ir.AffineConstantExpr) and e.value == 0)
             for m in maps[:-1] for e in m.results):
         return False
-    block = producer.regions[0].blocks[0]
-    return not any(True for _ in block.arguments[len(block.arguments) - 1].uses) and not any(
-        o.operation.name in ("linalg.index", "tensor.extract") for o in block.operations)
+    return not reads_reductions(producer) and not any(
+        o.operation.name in ("linalg.index", "tensor.extract")
+        for o in producer.regions[0].blocks[0].operations)
 
 
 @register
 @dataclass(frozen=True)
 class SliceElementwiseProducersPass(ModulePass):
-    """slice-elementwise-producers: a static slice of an element-wise generic's result
-    becomes the generic's body over the same slice of its inputs; a slice of a slice,
-    one slice of the first source.
+    """slice-elementwise-producers: a static slice of an element-wise generic's result becomes the
+    generic's body over the same slice of its inputs (and init); a slice of a slice, one
+    slice of the first source. Each slice is computed once, before its producer.
 
     var_mean's one-pass form (frontend/decompositions.py) shifts a batch norm's values
     by the first value of each channel, a slice of the f32 copy of the bf16 image.
     Sliced, that copy had to exist whole: a kernel wrote it, in f32, for the slice to
     read one value a channel. Computed on the slice instead, the copy has only the
-    reductions to read it, which it fuses into. Any element-wise chain slices so.
+    reductions to read it, which it fuses into. Chains that a reduction's result reaches
+    stay whole (reads_reductions).
     """
 
     name: ClassVar[str] = "slice-elementwise-producers"
 
     def run(self, module: ir.Operation) -> None:
         worklist = ir.ops_where(module, _static_slice)
+        # (producer, offsets, sizes) -> the generic computing that slice: each slice is
+        # made once however many readers reach it (a norm's input is read by its mean,
+        # its centred values and its output; copies per reader grew exponentially).
+        made: dict[tuple, ir.Value] = {}
+        computed_from_reductions: dict[ir.Operation, bool] = {}
+
+        def reads_reductions(generic: ir.Operation) -> bool:
+            """Whether a reduction's result reaches `generic` through element-wise
+            generics. A slice of such a chain would slice the reduction, whose row
+            kernel computes it and the chain whole in one launch (a layer norm's
+            output, whose first token a classifier reads): left whole."""
+            if generic not in computed_from_reductions:
+                owners = [ir.operation_of(v.owner) for v in generic.operands]
+                computed_from_reductions[generic] = any(
+                    owner is not None and owner.name == "linalg.generic"
+                    and (not _parallel(owner) or reads_reductions(owner))
+                    for owner in owners)
+            return computed_from_reductions[generic]
+
         with module.context:
             while worklist:
                 extract = worklist.pop()
@@ -63,8 +87,17 @@ class SliceElementwiseProducersPass(ModulePass):
                     continue  # a slice that a merged slice replaced
                 extract = _of_the_first_source(extract)
                 producer = ir.operation_of(extract.operands[0].owner)
-                if _sliceable(producer):
-                    worklist += _slice(producer, extract)
+                if not _sliceable(producer, reads_reductions):
+                    continue
+                key = (producer,
+                       *(tuple(ir.DenseI64ArrayAttr(extract.attributes[name]))
+                         for name in ("static_offsets", "static_sizes")))
+                if key in made:
+                    extract.results[0].replace_all_uses_with(made[key])
+                    extract.erase()
+                    continue
+                made[key], slices = _slice(producer, extract)
+                worklist += slices
 
 
 def _of_the_first_source(extract: ir.Operation) -> ir.Operation:
@@ -87,34 +120,46 @@ def _of_the_first_source(extract: ir.Operation) -> ir.Operation:
     return merged
 
 
-def _slice(producer: ir.Operation, extract: ir.Operation) -> list[ir.Operation]:
-    """Replace `extract` by `producer` computed over its slice; returns the slices that
-    may slice further: those of the producer's inputs that this made, and those that
-    slice the new generic's result (torch-mlir slices one dim at a time)."""
+def _slice(producer: ir.Operation,
+           extract: ir.Operation) -> tuple[ir.Value, list[ir.Operation]]:
+    """Replace `extract` by `producer` computed over its slice, just before `producer`
+    (where every slice of it may read it); returns that value, and the slices that may
+    slice further: those of the producer's inputs and init that this made, and those
+    that slice the new generic's result (torch-mlir slices one dim at a time)."""
     offsets = list(ir.DenseI64ArrayAttr(extract.attributes["static_offsets"]))
     sizes = list(ir.DenseI64ArrayAttr(extract.attributes["static_sizes"]))
     result = ir.RankedTensorType(extract.results[0].type)
     maps = ir.indexing_maps(producer)
+    # Each loop's piece: the slice of the result dim it writes.
+    pieces = dict(enumerate(zip(offsets, sizes)))
     block = producer.regions[0].blocks[0]
-    slices, inputs = [], []
-    with ir.InsertionPoint(extract), extract.location:
-        for operand, affine_map in zip(list(producer.operands)[:-1], maps[:-1]):
+    init_read = any(True for _ in block.arguments[len(block.arguments) - 1].uses)
+    slices, operands = [], []
+    with ir.InsertionPoint(producer), extract.location:
+        for number, (operand, affine_map) in enumerate(zip(producer.operands, maps)):
+            if not isinstance(operand.type, ir.RankedTensorType):
+                operands.append(operand)  # a scalar, read at every point
+                continue
             source = ir.RankedTensorType(operand.type)
-            dims = [e.position if isinstance(e, ir.AffineDimExpr) else None
-                    for e in affine_map.results]
-            start = [0 if d is None else offsets[d] for d in dims]
-            extent = [1 if d is None else sizes[d] for d in dims]
+            if number == len(maps) - 1 and not init_read:
+                operands.append(tensor.EmptyOp(result.shape, result.element_type).result)
+                continue
+            start, extent = [], []
+            for expr, size in zip(affine_map.results, source.shape):
+                dim = expr.position if isinstance(expr, ir.AffineDimExpr) else None
+                piece = pieces.get(dim, (0, size))  # a broadcast unit dim: all of it
+                start.append(piece[0])
+                extent.append(piece[1])
             if extent == list(source.shape):
-                inputs.append(operand)
+                operands.append(operand)
                 continue
             sliced = tensor.ExtractSliceOp(
                 ir.RankedTensorType.get(extent, source.element_type), operand, [], [], [],
                 start, extent, [1] * len(extent))
             slices.append(sliced.operation)
-            inputs.append(sliced.result)
-        init = tensor.EmptyOp(result.shape, result.element_type).result
+            operands.append(sliced.result)
         generic = linalg.GenericOp(
-            [result], inputs, [init], producer.attributes["indexing_maps"],
+            [result], operands[:-1], operands[-1:], producer.attributes["indexing_maps"],
             producer.attributes["iterator_types"]).operation
         body = generic.regions[0].blocks.append(*[a.type for a in block.arguments])
         mapping = dict(zip(block.arguments, body.arguments))
@@ -128,4 +173,4 @@ def _slice(producer: ir.Operation, extract: ir.Operation) -> list[ir.Operation]:
     extract.results[0].replace_all_uses_with(generic.results[0])
     extract.erase()
     readers = [ir.operation_of(use.owner) for use in generic.results[0].uses]
-    return slices + [reader for reader in readers if _static_slice(reader)]
+    return generic.results[0], slices + [reader for reader in readers if _static_slice(reader)]
