@@ -78,9 +78,9 @@ def _fusable(producer: ir.Operation):
     return consumer, operand
 
 
-def _clone_body(ops, mapping: dict) -> list:
-    """Clones of `ops` (a block's operations but its terminator) at the insertion point,
-    their operands read through `mapping`, which learns their results."""
+def clone_body(ops, mapping: dict) -> list:
+    """Clones of `ops` (a block's operations) at the insertion point, their operands
+    read through `mapping`, which learns their results."""
     for op in ops:
         clone = op.operation.clone()
         for index, operand in enumerate(clone.operands):
@@ -129,12 +129,12 @@ def _fuse(consumer: ir.Operation, producers: dict[int, ir.Operation]) -> None:
     with ir.InsertionPoint(block):
         for operand, producer in producers.items():
             body = list(producer.regions[0].blocks[0].operations)
-            _clone_body(body[:-1], mapping)
+            clone_body(body[:-1], mapping)
             value = body[-1].operands[0]
             mapping[consumer_block.arguments[operand]] = mapping.get(value, value)
             produced.append(mapping[consumer_block.arguments[operand]])
         body = list(consumer_block.operations)
-        _clone_body(body[:-1], mapping)
+        clone_body(body[:-1], mapping)
         linalg.YieldOp([mapping.get(v, v) for v in body[-1].operands] + produced)
     results = list(fused.results)
     for old, new in zip(consumer.results, results):

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.fuse_returned_producers import elementwise
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.transform_script import apply_transform_script, match_marked
 
@@ -172,19 +173,12 @@ def _same_slice(extract: ir.Operation, second: ir.Operation,
         for a, b in zip(read_list, written_list, strict=True))
 
 
-def _elementwise(value: ir.Value) -> bool:
-    owner = ir.operation_of(value.owner)
-    return owner is not None and owner.name == "linalg.generic" and all(
-        "parallel" in str(i) for i in ir.ArrayAttr(owner.attributes["iterator_types"]))
-
-
 def _tiles_read(first: ir.Operation, second: ir.Operation) -> list | None:
     """The reads of the first loop's results in the second loop, as (the
     tensor.extract_slice, the result's index), where each is an extract_slice in its
     body of the tile the first loop writes of an element-wise result, in the same
     iteration; else None."""
     inserts = _inserts(first)
-    second_body = second.regions[0].blocks[0]
     tiles = []
     for index, result in enumerate(first.results):
         for use in result.uses:
@@ -193,12 +187,17 @@ def _tiles_read(first: ir.Operation, second: ir.Operation) -> list | None:
                 continue
             insert = inserts.get(index)
             if reader.name != "tensor.extract_slice" or reader.parent != second \
-                    or insert is None or not _elementwise(insert.operands[0]) \
+                    or insert is None or not _written_by_elementwise(insert.operands[0]) \
                     or reader.results[0].type != insert.operands[0].type \
                     or not _same_slice(reader, second, insert, first):
                 return None
             tiles.append((reader, index))
     return tiles
+
+
+def _written_by_elementwise(value: ir.Value) -> bool:
+    owner = ir.operation_of(value.owner)
+    return owner is not None and elementwise(owner)
 
 
 def _nested_in(op: ir.Operation, ancestor: ir.Operation) -> bool:

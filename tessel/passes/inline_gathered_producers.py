@@ -65,7 +65,7 @@ def elementwise_producer(op: ir.Operation, max_body: int = MAX_INLINED_BODY) -> 
     return len(body) <= max_body and not any(o.regions for o in body)
 
 
-def _static_slice(op: ir.Operation) -> bool:
+def static_slice(op: ir.Operation) -> bool:
     """A tensor.extract_slice of static offsets and strides that keeps its rank."""
     if op.name != "tensor.extract_slice" or len(op.operands) != 1:
         return False
@@ -89,7 +89,7 @@ def _erase_unread(op: ir.Operation, erased: set[int]) -> None:
     erased.add(id(op))
     op.erase()
     for producer in operands:
-        if producer is not None and (elementwise_producer(producer) or _static_slice(producer)
+        if producer is not None and (elementwise_producer(producer) or static_slice(producer)
                                      or _static_expansion(producer)
                                      or _static_collapse(producer)):
             _erase_unread(producer, erased)
@@ -133,7 +133,7 @@ class InlineGatheredProducersPass(ModulePass):
             with ir.InsertionPoint(extract), extract.location:
                 if elementwise_producer(source):
                     value, new = self._computed(source, list(extract.operands[1:]))
-                elif _static_slice(source):
+                elif static_slice(source):
                     value, new = self._through_slice(source, list(extract.operands[1:]))
                 elif _static_expansion(source):
                     value, new = self._through_expansion(source, list(extract.operands[1:]))

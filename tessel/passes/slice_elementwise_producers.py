@@ -6,16 +6,15 @@ from typing import ClassVar
 from torch_mlir.dialects import linalg, tensor
 
 from tessel import ir
+from tessel.passes.fuse_returned_producers import clone_body, elementwise
+from tessel.passes.inline_gathered_producers import static_slice
 from tessel.passes.registry import ModulePass, register
 
 
 def _static_slice(op: ir.Operation) -> bool:
-    """A tensor.extract_slice of static offsets and sizes, unit strides, that keeps its
-    source's rank."""
-    return op.name == "tensor.extract_slice" and len(op.operands) == 1 \
-        and all(s == 1 for s in ir.DenseI64ArrayAttr(op.attributes["static_strides"])) \
-        and ir.RankedTensorType(op.results[0].type).rank \
-        == ir.RankedTensorType(op.operands[0].type).rank
+    """A static slice (inline_gathered_producers.static_slice) of unit strides."""
+    return static_slice(op) and \
+        all(s == 1 for s in ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
 
 
 def _parallel(generic: ir.Operation) -> bool:
@@ -28,11 +27,10 @@ def _sliceable(producer: ir.Operation | None, reads_reductions) -> bool:
     order, each input read at loop dims or at 0 of a unit dim (a broadcast), computed
     from no reduction (`reads_reductions`): a slice of its result is its body over
     slices of its inputs and init."""
-    if producer is None or producer.name != "linalg.generic" or len(producer.results) != 1 \
-            or not _parallel(producer):
+    if producer is None or not elementwise(producer) or len(producer.results) != 1:
         return False
     maps = ir.indexing_maps(producer)
-    if not ir.is_identity_map(maps[-1]) or not all(
+    if not all(
             isinstance(e, ir.AffineDimExpr)
             or (isinstance(e, ir.AffineConstantExpr) and e.value == 0)
             for m in maps[:-1] for e in m.results):
@@ -164,12 +162,7 @@ def _slice(producer: ir.Operation,
         body = generic.regions[0].blocks.append(*[a.type for a in block.arguments])
         mapping = dict(zip(block.arguments, body.arguments))
         with ir.InsertionPoint(body):
-            for op in block.operations:
-                clone = op.operation.clone()
-                for index, operand in enumerate(clone.operands):
-                    if operand in mapping:
-                        clone.operands[index] = mapping[operand]
-                mapping.update(zip(op.results, clone.results))
+            clone_body(list(block.operations), mapping)
     extract.results[0].replace_all_uses_with(generic.results[0])
     extract.erase()
     readers = [ir.operation_of(use.owner) for use in generic.results[0].uses]
