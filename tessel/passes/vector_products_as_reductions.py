@@ -21,7 +21,8 @@ class VectorProductsAsReductionsPass(ModulePass):
     cuBLAS gemv through torch.einsum on the host (13 a step in torchvision's ViT-B/16),
     beside the row kernel that takes the row's other sums. Each value is read once, so
     the GPU reads it as fast in a reduction kernel, which then joins that row kernel.
-    (The CPU pipeline keeps BLAS's gemv: a layer norm's backward measured faster so.)
+    (The CPU pipeline keeps BLAS's gemv, which a layer norm's backward measured
+    slightly faster in one comparison on a busy machine: not yet settled.)
     """
 
     name: ClassVar[str] = "vector-products-as-reductions"
