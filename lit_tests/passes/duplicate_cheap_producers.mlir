@@ -193,3 +193,112 @@ func.func @centered_image_read_twice(%x: tensor<2x8x4x4xbf16>, %mean: tensor<1x8
   } -> tensor<2x8x4x4xf32>
   return %squares, %normalized : tensor<8xf32>, tensor<2x8x4x4xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+
+// A ReLU's backward mask (gradient where the activation is positive) read by a batch
+// norm's backward sum and by its dx: two copies read 4 values a point, where the
+// mask's kernel and its readers read 2 + 2 and write 1. Fused, no mask is written.
+// CHECK-LABEL: func.func @mask_of_two_inputs_read_twice
+// CHECK-COUNT-2: arith.select
+// FUSED-LABEL: func.func @mask_of_two_inputs_read_twice
+// FUSED-COUNT-2: linalg.generic
+// FUSED-NOT:     linalg.generic
+// FUSED:         return
+func.func @mask_of_two_inputs_read_twice(%g: tensor<1024x64xf32>, %y: tensor<1024x64xf32>) -> (tensor<64xf32>, tensor<1024x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1024x64xf32>
+  %mask = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %y : tensor<1024x64xf32>, tensor<1024x64xf32>) outs(%e : tensor<1024x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %positive = arith.cmpf ogt, %b, %zero : f32
+    %m = arith.select %positive, %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<1024x64xf32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<64xf32>) -> tensor<64xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%mask : tensor<1024x64xf32>) outs(%init : tensor<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %dx = linalg.generic {indexing_maps = [#id, #cols, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mask, %sum : tensor<1024x64xf32>, tensor<64xf32>) outs(%e : tensor<1024x64xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %d = arith.subf %in, %s : f32
+    linalg.yield %d : f32
+  } -> tensor<1024x64xf32>
+  return %sum, %dx : tensor<64xf32>, tensor<1024x64xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Of two inputs, read by three: copies would read 6 values a point against the mask's
+// 2 + 1 + 3. And a small one keeps its kernel, which may hold other small work.
+// CHECK-LABEL: func.func @negative_mask_read_three_times
+// CHECK-COUNT-1: arith.select
+// CHECK-NOT:     arith.select
+// CHECK-LABEL: func.func @negative_small_mask_read_twice
+// CHECK-COUNT-1: arith.select
+// CHECK-NOT:     arith.select
+func.func @negative_mask_read_three_times(%g: tensor<1024x64xf32>, %y: tensor<1024x64xf32>) -> (tensor<1024x64xf32>, tensor<1024x64xf32>, tensor<1024x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1024x64xf32>
+  %mask = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %y : tensor<1024x64xf32>, tensor<1024x64xf32>) outs(%e : tensor<1024x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %positive = arith.cmpf ogt, %b, %zero : f32
+    %m = arith.select %positive, %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<1024x64xf32>
+  %neg = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mask : tensor<1024x64xf32>) outs(%e : tensor<1024x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<1024x64xf32>
+  %abs = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mask : tensor<1024x64xf32>) outs(%e : tensor<1024x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = math.absf %in : f32
+    linalg.yield %a : f32
+  } -> tensor<1024x64xf32>
+  %sqrt = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mask : tensor<1024x64xf32>) outs(%e : tensor<1024x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.sqrt %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1024x64xf32>
+  return %neg, %abs, %sqrt : tensor<1024x64xf32>, tensor<1024x64xf32>, tensor<1024x64xf32>
+}
+
+func.func @negative_small_mask_read_twice(%g: tensor<4x64xf32>, %y: tensor<4x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x64xf32>
+  %mask = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %y : tensor<4x64xf32>, tensor<4x64xf32>) outs(%e : tensor<4x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %positive = arith.cmpf ogt, %b, %zero : f32
+    %m = arith.select %positive, %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x64xf32>
+  %neg = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mask : tensor<4x64xf32>) outs(%e : tensor<4x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<4x64xf32>
+  %abs = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mask : tensor<4x64xf32>) outs(%e : tensor<4x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = math.absf %in : f32
+    linalg.yield %a : f32
+  } -> tensor<4x64xf32>
+  return %neg, %abs : tensor<4x64xf32>, tensor<4x64xf32>
+}

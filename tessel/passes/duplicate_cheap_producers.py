@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -11,6 +12,9 @@ from tessel.passes.registry import ModulePass, register
 # Ops in a producer's body (its yield included) for it to be copied per reader: a cast
 # (bf16 to f32 ahead of a norm) or a broadcast, one more op at most.
 MAX_DUPLICATED_BODY = 3
+# The fewest elements of a producer of several full-size inputs for copies: a batch
+# norm's per-channel finishing ops (mean and variance from the sums) stay one kernel.
+MIN_COPIED_ELEMENTS = 1 << 16
 
 
 def _dims_read(affine_map) -> list:
@@ -32,12 +36,28 @@ def _in_order(producer: ir.Operation) -> bool:
     return all(None not in p and p == sorted(p) for p in positions)
 
 
-def _full_rank_inputs(producer: ir.Operation) -> int:
-    """How many of `producer`'s inputs it reads at every one of its points (not a
-    broadcast of fewer dims): each copy reads them all again."""
-    loops = ir.indexing_maps(producer)[-1].n_dims
-    return sum(1 for affine_map in ir.indexing_maps(producer)[:-1]
-               if len(_dims_read(affine_map)) == loops)
+def _bytes_per_point(value: ir.Value) -> int:
+    return max(getattr(ir.ShapedType(value.type).element_type, "width", 8) // 8, 1)
+
+
+def cheaper_copied(producer: ir.Operation, readers: int) -> bool:
+    """Whether `readers` copies of `producer` cost less than its kernel: one that reads
+    at most one full-size input (a cast, a broadcast) always does; a large one that
+    reads more where the copies' reads of them move fewer bytes than the result's write and its
+    readers' reads of it (a ReLU's backward mask of gradient and activation, read by a
+    batch norm's backward sums and by its dx: 4 reads against 2 + 1 + 2)."""
+    maps = ir.indexing_maps(producer)
+    loops = maps[-1].n_dims
+    full_size = [value for value, affine_map in zip(list(producer.operands)[:-1], maps[:-1])
+                 if len(_dims_read(affine_map)) == loops]
+    if len(full_size) <= 1:
+        return True
+    shape = ir.ShapedType(producer.results[0].type)
+    if not shape.has_static_shape or math.prod(shape.shape) < MIN_COPIED_ELEMENTS:
+        return False  # bytes matter little there; its kernel may hold other small work
+    inputs = sum(_bytes_per_point(value) for value in full_size)
+    result = _bytes_per_point(producer.results[0])
+    return readers * inputs < inputs + (1 + readers) * result
 
 
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
@@ -77,7 +97,8 @@ class DuplicateCheapProducersPass(ModulePass):
     split statistics and its normalization all read, stays a kernel of its own that
     writes the wider copy for the others to read back. A cast or broadcast that reads
     at most one full-size input costs less computed again in each reader (Inductor
-    inlines such loads the same way).
+    inlines such loads the same way); so does one of more inputs where the copies read
+    fewer bytes than the result's write and reads (`cheaper_copied`).
     """
 
     name: ClassVar[str] = "duplicate-cheap-producers"
@@ -89,10 +110,10 @@ class DuplicateCheapProducersPass(ModulePass):
             # that a batch norm's x - mean reads) then counts each copy as a reader.
             for producer in reversed(generics):
                 if not elementwise_producer(producer, MAX_DUPLICATED_BODY) or \
-                        not _in_order(producer) or _full_rank_inputs(producer) > 1:
+                        not _in_order(producer):
                     continue
                 reads = generic_reads(producer.results[0])
-                if reads is None or len(reads) < 2:
+                if reads is None or len(reads) < 2 or not cheaper_copied(producer, len(reads)):
                     continue
                 copy_per_reader(producer, reads)
 

@@ -692,16 +692,17 @@ class _HostWriter:
 
     def rounding_only(self, op: ir.Operation) -> ir.Value | None:
         """The value a kernel only rounds to a half type, element for element, when the
-        host already keeps that value in the half type (`narrowed`, e.g. an addmm's
-        result): the kernel would copy it, so its result is that tensor."""
+        host already keeps that value in the half type (`stored_element`: an addmm's
+        narrowed result, or a half convolution's, which the IR accumulates in f32 and
+        aten returns rounded): the kernel would copy it, so its result is that tensor."""
         generic = sole_generic(op)
         if generic is None or len(op.results) != 1 or len(generic.operands) != 2:
             return None
         source = generic.operands[0]
         maps = ir.indexing_maps(generic)
         same_element = maps[0].is_permutation and str(maps[0]) == str(maps[1])
-        if (source not in self.narrowed or not same_element
-                or ir.sole_cast(generic) != "arith.truncf"
+        if (not same_element or ir.sole_cast(generic) != "arith.truncf"
+                or self.stored_element(source) != element_name(op.results[0])
                 or ir.ShapedType(source.type).shape != ir.ShapedType(op.results[0].type).shape):
             return None
         return source
@@ -732,17 +733,29 @@ class _HostWriter:
 
     def overwritable(self, op: ir.Operation, kernel: KernelSource) -> dict[int, tuple[str, ...]]:
         """Result index -> the names of the inputs that result of kernel `op` may be
-        written over (in_place_writes.py): held in the result's element type, and in a
-        combo, read by no other member, which may run at the same time, itself or
-        through a view (a slice of a convolution's result that another member reads)."""
+        written over (in_place_writes.py): held in the result's element type, and read
+        by no other of its inputs (a batch norm's shift, a slice of the image it
+        normalizes) nor, in a combo, by another member, which may run at the same time,
+        itself or through a view (a slice of a convolution's result that another member
+        reads)."""
         members = self.combo_members.get(ir.StringAttr(op.attributes[COMBO]).value, []) \
-            if COMBO in op.attributes else []
-        elsewhere = {view_root(value) for member in members if member != op
-                     for value in self.kernels[kernel_name(member)].inputs}
-        return {index: tuple(self.names[value] for value in inputs
-                             if view_root(value) not in elsewhere and value in self.names
+            if COMBO in op.attributes else [op]
+        inputs = self.kernels[kernel_name(op)].inputs
+        read = [self.root(value) for member in members
+                for value in self.kernels[kernel_name(member)].inputs]
+        return {index: tuple(self.names[value] for value in candidates
+                             if value in self.names and read.count(self.root(value))
+                             == inputs.count(value)
                              and self.stored_element(value) == kernel.results[index].element)
-                for index, inputs in overwritable_inputs(op).items()}
+                for index, candidates in overwritable_inputs(op).items()}
+
+    def root(self, value: ir.Value) -> ir.Value:
+        """The tensor whose memory `value` is: the root of its views, through the
+        values that kernel results are taken as (rounding_only)."""
+        root = view_root(value)
+        while root in self.taken_as:
+            root = view_root(self.taken_as[root])
+        return root
 
     def stored_element(self, value: ir.Value) -> str:
         """The element type the host holds `value` in: its narrowed type, or a
@@ -1298,7 +1311,7 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     for index, (value, result) in enumerate(zip(returned, signature.results)):
         # A result is new memory, as in eager: not an input (torch-mlir folds a clone of
         # one into the input itself) nor an earlier result, nor a view of either.
-        root = view_root(writer.taken_as.get(value, value))
+        root = writer.root(value)
         shared = isinstance(root.owner, ir.Block) or root in returned_roots
         returned_roots.append(root)
         name, output = writer.name_of(value), f"out{index}"
