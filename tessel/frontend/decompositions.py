@@ -88,11 +88,13 @@ def var_mean_correction(x, dim=None, *, correction=None, keepdim=False):
     torch-mlir's own lowering upcasts to f64, which doubles memory traffic and halves
     vector width on the CPU; eager computes in the input's precision too.
 
-    A reduction that fits one GPU program (a layer norm's row) takes two passes, the mean
-    and then the squared deviations from it, both over the row the program holds. A
-    longer one (a batch norm's statistics over batch and pixels) is split over programs
-    (split-reductions), where a second pass is two more kernels that read the whole
-    tensor again: there both sums are taken in one pass over the values less a shift,
+    A reduction of rows that fit one GPU program (a layer norm's) takes two passes, the
+    mean and then the squared deviations from it, both over the row the program holds. A
+    longer one, or one that keeps a dim between reduced ones (a batch norm's statistics
+    over batch and pixels, per channel: split over programs however short, its channels
+    lying across memory), is split over programs (split-reductions), where a second
+    pass is two more kernels that read the whole tensor again: there both sums are taken
+    in one pass over the values less a shift,
     the first value of each reduced slice, as Inductor's one-pass Welford reduction
     reads them once. Shifted by a value of the data, var = (S2 - S1^2 / n) / n loses
     little to cancellation: the shift lies within a few deviations of the mean.
@@ -104,7 +106,8 @@ def var_mean_correction(x, dim=None, *, correction=None, keepdim=False):
     count = 1
     for d in dims:
         count *= x.shape[d]
-    if fits_one_program(count):
+    rows = dims == list(range(x.dim() - len(dims), x.dim()))
+    if rows and fits_one_program(count):
         mean = torch.mean(x, dims, keepdim=True)
         centered = x - mean
         var = torch.sum(centered * centered, dims, keepdim=keepdim) / max(count - correction, 0)

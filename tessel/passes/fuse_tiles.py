@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.contractions import is_contraction
+from tessel.passes.contractions import NAMED_CONVOLUTIONS, is_contraction
 from tessel.passes.fuse_returned_producers import elementwise
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
@@ -309,12 +309,24 @@ def _yields_for_later_users(producer: ir.Operation, outside: set, root: ir.Opera
     `outside` the group read too, and also write its value for them: the tiled loop
     that replaces `root` gains a result (fuse_into_containing_op does it where those
     users all come after the loop in its block). A residual add and the layer norm that
-    reads it become one kernel instead of two."""
-    if not elementwise(producer) or len(producer.results) != 1:
+    reads it become one kernel instead of two. Not the rounding of a convolution's
+    result, which the host already holds rounded."""
+    if not elementwise(producer) or len(producer.results) != 1 or \
+            _rounds_a_convolution(producer):
         return False
     block = root.parent.operation
     return all(user is not None and user.parent.operation == block
                and root.is_before_in_block(user) for user in outside)
+
+
+def _rounds_a_convolution(producer: ir.Operation) -> bool:
+    """Whether `producer` only rounds a convolution's f32 result to a half type: the host
+    holds that result rounded already (aten's convolution returns the half tensor,
+    host_program.rounding_only), so a copy written for later users costs a write and
+    saves nothing."""
+    source = ir.operation_of(producer.operands[0].owner)
+    return len(producer.operands) == 2 and source is not None and \
+        source.name in NAMED_CONVOLUTIONS and ir.sole_cast(producer) == "arith.truncf"
 
 
 def pooling_window(generic: ir.Operation) -> list[int] | None:
