@@ -131,3 +131,26 @@ func.func @columns_reshaped_from_generics(%pos: tensor<2x3xi64>) -> tensor<6x2xi
   %cat = tensor.concat dim(1) %ca, %cb : (tensor<6x1xi64>, tensor<6x1xi64>) -> tensor<6x2xi64>
   return %cat : tensor<6x2xi64>
 }
+
+// -----
+
+#in = affine_map<(d0, d1, d2, d3) -> (d2, d0, d1, d3)>
+#out = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// A fused attention's q, k and v gradients, concatenated and split into (3, batch, ...),
+// read through that reshape by the copy that permutes them for the qkv projection's
+// gemm: a gather, which the copy then fuses.
+// CHECK-LABEL: func.func @read_through_a_reshape
+// CHECK-NOT:     tensor.concat
+// CHECK:         linalg.generic
+func.func @read_through_a_reshape(%q: tensor<2x4xf32>, %k: tensor<2x4xf32>, %v: tensor<2x4xf32>) -> tensor<2x4x3x1xf32> {
+  %cat = tensor.concat dim(0) %q, %k, %v : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<6x4xf32>
+  %split = tensor.expand_shape %cat [[0, 1], [2, 3]] output_shape [3, 2, 4, 1] : tensor<6x4xf32> into tensor<3x2x4x1xf32>
+  %e = tensor.empty() : tensor<2x4x3x1xf32>
+  %permuted = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%split : tensor<3x2x4x1xf32>) outs(%e : tensor<2x4x3x1xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x4x3x1xf32>
+  return %permuted : tensor<2x4x3x1xf32>
+}

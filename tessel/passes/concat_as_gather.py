@@ -18,6 +18,7 @@ MAX_GATHERED_INPUTS = 8
 GATHERED_CONCAT = "tessel.gathered_concat"
 
 _SLT = 2  # arith.cmpi's predicate number of "slt" (indices are never negative)
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
 def _static(piece: ir.Value) -> ir.Value | None:
@@ -37,11 +38,27 @@ def _producer(value: ir.Value) -> ir.Operation | None:
     reads through them): torch-mlir flattens and unsqueezes each index column of a
     scatter before concatenating them."""
     op = ir.operation_of(value.owner)
-    while op is not None and op.name in ("tensor.expand_shape", "tensor.collapse_shape") \
+    while op is not None and op.name in _RESHAPES \
             and ir.RankedTensorType(op.results[0].type).has_static_shape \
             and ir.RankedTensorType(op.operands[0].type).has_static_shape:
         op = ir.operation_of(op.operands[0].owner)
     return op
+
+
+def _readers(value: ir.Value) -> list[ir.Operation | None]:
+    """The ops that read `value`, through static reshapes (elementwise fusion folds them
+    into the reader): a fused attention's q, k and v gradients, concatenated and then
+    split into (3, batch, heads, ...), are read by the copy that permutes them for the
+    qkv projection's gemm."""
+    readers = []
+    for use in value.uses:
+        op = ir.operation_of(use.owner)
+        if op is not None and op.name in _RESHAPES and \
+                ir.RankedTensorType(op.results[0].type).has_static_shape:
+            readers += _readers(op.results[0])
+        else:
+            readers.append(op)
+    return readers
 
 
 def _concatenates(op: ir.Operation | None) -> bool:
@@ -58,7 +75,7 @@ def _gathered(concat: ir.Operation) -> bool:
             or any(_static(piece) is None for piece in concat.operands):
         return False
     producers = [_producer(v) for v in concat.operands]
-    users = [ir.operation_of(use.owner) for use in concat.results[0].uses]
+    users = _readers(concat.results[0])
     # Each piece once: a piece concatenated with itself (rotary embeddings'
     # `cat((freqs, freqs))`) is read by no other concat.
     readers_of_pieces = [ir.operation_of(use.owner) for v in dict.fromkeys(concat.operands)
