@@ -952,6 +952,37 @@ def test_a_relu_s_backward_mask_is_computed_by_the_split_sums_and_dx(tmp_path, m
     assert 3 in launches and 4 not in launches, pieces
 
 
+def test_a_dense_block_s_gradients_reach_its_convolutions_channels_last(tmp_path, monkeypatch):
+    """In a DenseNet block's backward, the gradient of each layer's output is a slice of
+    its concatenation's gradient, which cuDNN's convolution backward reads next to
+    channels-last activations and weights: the piece writes it channels-last (a slice
+    of a channels-last image keeps its layout), not NCHW for cuDNN to copy. Gradients
+    are eager's."""
+    _native_convolution_backward(monkeypatch)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList(torch.nn.Sequential(
+                torch.nn.BatchNorm2d(4 + 4 * i), torch.nn.ReLU(),
+                torch.nn.Conv2d(4 + 4 * i, 4, 3, padding=1, bias=False)) for i in range(2))
+
+        def forward(self, x):
+            features = [x]
+            for layer in self.layers:
+                features.append(layer(torch.cat(features, 1)))
+            return torch.cat(features, 1)
+    torch.manual_seed(0)
+    model = Block().to(memory_format=torch.channels_last)
+    x = torch.randn(2, 4, 8, 8).to(memory_format=torch.channels_last)
+    _gradients_match_eager(model, x, tmp_path)
+    assert_compiled()
+    pieces = [path.read_text() for path in tmp_path.glob("*_backward_piece/*_host_program.py")]
+    images = [stride for piece in pieces for stride in
+              re.findall(r"empty_strided\(\(2, \d+, 8, 8,\), \((\d+, \d+), \d+, \d+,\)", piece)]
+    assert images and all(stride.endswith(", 1") for stride in images), (images, pieces)
+
+
 def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
     """The pieces around an op that runs eagerly get no replay of their own: the whole
     split graph is one, so that one CUDA graph holds the eager op too."""

@@ -79,7 +79,7 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
     """The values of `main` held channels-last: its arguments at `inputs`, each
     convolution's image (under the pad the host folds into it), accumulator (its bias)
     and result, then, in program order, views of them that keep their batch and
-    channels, the results of kernels that read one of them with their own shape, and
+    channels, slices of them, the results of kernels that read one of them with their own shape, and
     concatenations of them; then, in reverse, the images that views of them or kernels
     computing only for them are made from."""
     arguments = main.regions[0].blocks[0].arguments
@@ -97,6 +97,12 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
                 held.update(v for v in (image, accumulator, *op.results) if _image(v))
         elif op.name in VIEWS:
             if op.operands[0] in held and _keeps_channels(op):
+                held.add(op.results[0])
+        elif op.name == "tensor.extract_slice":
+            # A slice of an image is a view that keeps its layout (a densenet layer's
+            # channels of its concatenation's gradient).
+            if op.operands[0] in held and _image(op.results[0]) and \
+                    op.results[0].type.rank == op.operands[0].type.rank:
                 held.add(op.results[0])
         elif generated_kernel(op) or op.name == "tensor.concat":
             for result in op.results:
