@@ -37,15 +37,17 @@ def _in_order(producer: ir.Operation) -> bool:
 
 
 def _bytes_per_point(value: ir.Value) -> int:
+    """Bytes of one element of the tensor `value` (a mask's i1 counts one)."""
     return max(getattr(ir.ShapedType(value.type).element_type, "width", 8) // 8, 1)
 
 
-def cheaper_copied(producer: ir.Operation, readers: int) -> bool:
+def _cheaper_copied(producer: ir.Operation, readers: int) -> bool:
     """Whether `readers` copies of `producer` cost less than its kernel: one that reads
     at most one full-size input (a cast, a broadcast) always does; a large one that
-    reads more where the copies' reads of them move fewer bytes than the result's write and its
-    readers' reads of it (a ReLU's backward mask of gradient and activation, read by a
-    batch norm's backward sums and by its dx: 4 reads against 2 + 1 + 2)."""
+    reads more does where the copies' reads of them move fewer bytes than the result's
+    write and its readers' reads of it (a ReLU's backward mask of gradient and
+    activation, read by a batch norm's backward sums and by its dx: 4 reads against
+    2 + 1 + 2)."""
     maps = ir.indexing_maps(producer)
     loops = maps[-1].n_dims
     full_size = [value for value, affine_map in zip(list(producer.operands)[:-1], maps[:-1])
@@ -98,7 +100,7 @@ class DuplicateCheapProducersPass(ModulePass):
     writes the wider copy for the others to read back. A cast or broadcast that reads
     at most one full-size input costs less computed again in each reader (Inductor
     inlines such loads the same way); so does one of more inputs where the copies read
-    fewer bytes than the result's write and reads (`cheaper_copied`).
+    fewer bytes than the result's write and reads (`_cheaper_copied`).
     """
 
     name: ClassVar[str] = "duplicate-cheap-producers"
@@ -113,7 +115,7 @@ class DuplicateCheapProducersPass(ModulePass):
                         not _in_order(producer):
                     continue
                 reads = generic_reads(producer.results[0])
-                if reads is None or len(reads) < 2 or not cheaper_copied(producer, len(reads)):
+                if reads is None or len(reads) < 2 or not _cheaper_copied(producer, len(reads)):
                     continue
                 copy_per_reader(producer, reads)
 
