@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from tessel import ir
 
+# Tensor reshapes: a view that regroups dims (elementwise fusion folds them into readers).
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 # Ops whose result is (or bufferizes to) a view of their first operand's buffer.
-VIEW_OPS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast",
+VIEW_OPS = (*RESHAPES, "tensor.cast",
             "tensor.extract_slice", "tensor.reshape", "tensor.bitcast",
             "memref.expand_shape", "memref.collapse_shape", "memref.cast", "memref.subview",
             "memref.reinterpret_cast")

@@ -6,6 +6,7 @@ from typing import ClassVar
 from torch_mlir.dialects import arith, linalg, tensor
 
 from tessel import ir
+from tessel.passes.buffer_views import RESHAPES
 from tessel.passes.linalg_builders import elementwise_generic, index_constant
 from tessel.passes.registry import ModulePass, register
 
@@ -18,7 +19,6 @@ MAX_GATHERED_INPUTS = 8
 GATHERED_CONCAT = "tessel.gathered_concat"
 
 _SLT = 2  # arith.cmpi's predicate number of "slt" (indices are never negative)
-_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
 def _static(piece: ir.Value) -> ir.Value | None:
@@ -38,7 +38,7 @@ def _producer(value: ir.Value) -> ir.Operation | None:
     reads through them): torch-mlir flattens and unsqueezes each index column of a
     scatter before concatenating them."""
     op = ir.operation_of(value.owner)
-    while op is not None and op.name in _RESHAPES \
+    while op is not None and op.name in RESHAPES \
             and ir.RankedTensorType(op.results[0].type).has_static_shape \
             and ir.RankedTensorType(op.operands[0].type).has_static_shape:
         op = ir.operation_of(op.operands[0].owner)
@@ -53,7 +53,7 @@ def _readers(value: ir.Value) -> list[ir.Operation | None]:
     readers = []
     for use in value.uses:
         op = ir.operation_of(use.owner)
-        if op is not None and op.name in _RESHAPES and \
+        if op is not None and op.name in RESHAPES and \
                 ir.RankedTensorType(op.results[0].type).has_static_shape:
             readers += _readers(op.results[0])
         else:

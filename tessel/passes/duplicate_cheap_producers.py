@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.buffer_views import RESHAPES
 from tessel.passes.contractions import is_contraction
 from tessel.passes.inline_gathered_producers import elementwise_producer
 from tessel.passes.registry import ModulePass, register
@@ -60,9 +61,6 @@ def _cheaper_copied(producer: ir.Operation, readers: int) -> bool:
     inputs = sum(_bytes_per_point(value) for value in full_size)
     result = _bytes_per_point(producer.results[0])
     return readers * inputs < inputs + (1 + readers) * result
-
-
-RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
 def generic_reads(value: ir.Value) -> list[tuple[list[ir.Operation], ir.Operation, int]] | None:

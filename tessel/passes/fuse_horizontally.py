@@ -5,8 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.buffer_views import view_root
-from tessel.passes.duplicate_cheap_producers import RESHAPES
+from tessel.passes.buffer_views import RESHAPES, view_root
 from tessel.passes.form_kernels import is_kernel, scatter_of, sole_generic
 from tessel.passes.registry import ModulePass, register
 

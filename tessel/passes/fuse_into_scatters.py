@@ -6,7 +6,7 @@ from typing import ClassVar
 from torch_mlir.dialects import arith, linalg, tensor
 
 from tessel import ir
-from tessel.passes.duplicate_cheap_producers import RESHAPES
+from tessel.passes.buffer_views import RESHAPES
 from tessel.passes.form_kernels import UNWRAPPED_KERNEL, scatter_of, sole_generic
 from tessel.passes.inline_gathered_producers import elementwise_producer
 from tessel.passes.linalg_builders import index_constant

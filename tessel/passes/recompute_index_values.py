@@ -4,11 +4,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.duplicate_cheap_producers import (
-    RESHAPES,
-    copy_per_reader,
-    generic_reads,
-)
+from tessel.passes.buffer_views import RESHAPES
+from tessel.passes.duplicate_cheap_producers import copy_per_reader, generic_reads
 from tessel.passes.inline_gathered_producers import elementwise_producer
 from tessel.passes.registry import ModulePass, register
 

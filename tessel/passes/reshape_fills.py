@@ -4,11 +4,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.buffer_views import RESHAPES
 from tessel.passes.contractions import constant_filled
 from tessel.passes.linalg_builders import constant_fill
 from tessel.passes.registry import ModulePass, register
 
-_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
 @register
@@ -25,7 +25,7 @@ class ReshapeFillsPass(ModulePass):
     name: ClassVar[str] = "reshape-fills"
 
     def run(self, module: ir.Operation) -> None:
-        reshapes = ir.ops_where(module, lambda op: op.name in _RESHAPES)
+        reshapes = ir.ops_where(module, lambda op: op.name in RESHAPES)
         with module.context:
             for reshape in reshapes:
                 constant = constant_filled(reshape.operands[0])

@@ -43,9 +43,10 @@ def _sliceable(producer: ir.Operation | None, reads_reductions) -> bool:
 @register
 @dataclass(frozen=True)
 class SliceElementwiseProducersPass(ModulePass):
-    """slice-elementwise-producers: a static slice of an element-wise generic's result becomes the
-    generic's body over the same slice of its inputs (and init); a slice of a slice, one
-    slice of the first source. Each slice is computed once, before its producer.
+    """slice-elementwise-producers: a static slice of an element-wise generic's result
+    becomes the generic's body over the same slice of its inputs (and init); a slice of
+    a slice, one slice of the first source. Each slice is computed once, before its
+    producer.
 
     var_mean's one-pass form (frontend/decompositions.py) shifts a batch norm's values
     by the first value of each channel, a slice of the f32 copy of the bf16 image.

@@ -25,7 +25,7 @@ import sympy
 
 from tessel import ir
 from tessel.passes.contractions import adds_updates, stores_updates
-from tessel.passes.duplicate_cheap_producers import RESHAPES
+from tessel.passes.buffer_views import RESHAPES
 from tessel.targets.triton import sizes
 from tessel.targets.triton.dtypes import HALF, TRITON_DTYPES, as_value, element_name
 from tessel.targets.triton.indexing import (
