@@ -61,7 +61,7 @@ def test_pointwise_chain_with_broadcast_and_strided_input(tmp_path):
     assert assert_compiled()["kernels"] == 1
     kernels, host = generated_files(tmp_path / "dump")
     assert kernels.count("@triton.jit") >= 2 and "tl.load" in kernels
-    assert "KernelLauncher(main_kernel_0, grid=(6,)" in host
+    assert re.search(r"launch_main_kernel_0 = KernelLauncher\(k_\w+, grid=\(6,\)", host)
     # the transposed view's strides are the kernel's constants, read off its first launch
     assert "launch_main_kernel_0(direct, stream, arg0_1, arg1_1, buf" in host
     assert ".stride()" not in host and "tensors=('in0', 'in1', 'out0'), ranks=(2, 1, 2)" in host
@@ -316,7 +316,7 @@ def test_concatenations_become_kernels_with_their_producers_and_readers(tmp_path
     kernels, host = generated_files(tmp_path / "dump")
     assert "torch.cat(" not in host
     assert len(re.findall(r"^    launch_main_\w+\(", host, re.M)) == 1, host
-    member = kernels.split("def main_kernel_0")[1].split("@triton.jit")[0]
+    member = re.split(r"def k_\w+\(program", kernels)[1].split("@triton.jit")[0]
     assert member.count("tl.where(") == 2 and "tl.load" in member
 
 
@@ -657,7 +657,8 @@ def test_generated_kernels_compile_to_ptx_for_sm90(tmp_path):
     x = torch.randn(64, 512)
     compile_triton(lambda x, w: torch.softmax(x, -1) * w, tmp_path / "dump")(x, torch.randn(512))
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    assert "ld.global" in _ptx_for_sm90(kernels_file, "main_kernel_0", "*fp32", {"BLOCK": 512})
+    name = re.search(r"def (k_\w+)\(", kernels_file.read_text()).group(1)
+    assert "ld.global" in _ptx_for_sm90(kernels_file, name, "*fp32", {"BLOCK": 512})
 
 
 def test_a_cache_update_compiles_to_ptx_for_sm90(tmp_path):
@@ -669,7 +670,7 @@ def test_a_cache_update_compiles_to_ptx_for_sm90(tmp_path):
     update_args = (torch.randn(1, 2, 8, 4), torch.tensor([3]), torch.randn(1, 2, 1, 4))
     compile_triton(update, tmp_path / "dump")(*update_args)
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    name = re.search(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*scatter index out of bounds",
+    name = re.search(r"def (k_\w+)\((?:(?!\ndef ).)*scatter index out of bounds",
                      kernels_file.read_text(), re.DOTALL).group(1)
     ptx = _ptx_for_sm90(kernels_file, name, "*fp32", {"BLOCK": 1024}, {"in0": "*i64"})
     assert "st.global" in ptx
@@ -692,7 +693,7 @@ def test_a_tile_of_rows_compiles_to_ptx_for_sm90(tmp_path, case):
     fn, shape, pattern, block = _TILES_FOR_PTX[case]
     compile_triton(fn, tmp_path / "dump")(torch.randn(shape, dtype=torch.bfloat16))
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    tiled = re.findall(r"def (main_kernel_\d+)\((?:(?!\ndef ).)*?" + pattern,
+    tiled = re.findall(r"def (k_\w+)\((?:(?!\ndef ).)*?" + pattern,
                        kernels_file.read_text(), re.DOTALL)
     assert tiled
     for name in tiled:
@@ -705,7 +706,7 @@ def test_gemm_template_compiles_to_tensor_core_ptx_for_sm90(tmp_path):
     x, w = torch.randn(512, 256, dtype=torch.float16), torch.randn(256, 512, dtype=torch.float16)
     compile_triton(fn, tmp_path / "dump", mode=_AUTOTUNING)(x, w)
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    name = re.search(r"def (main_kernel_\d+)\(", kernels_file.read_text()).group(1)
+    name = re.search(r"def (k_\w+)\(", kernels_file.read_text()).group(1)
     ptx = _ptx_for_sm90(kernels_file, name, "*fp16",
                         {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64})
     assert "mma" in ptx  # tensor-core instructions: wgmma (or mma.sync)
@@ -720,7 +721,7 @@ def test_a_transposing_kernel_loads_vectors_along_its_input_in_ptx_for_sm90(tmp_
     x = torch.randn(4, 13, 3, 2, 24, dtype=torch.bfloat16)
     compile_triton(lambda x: x.permute(2, 0, 3, 4, 1) * 2, tmp_path / "dump")(x)
     kernels_file = next(tmp_path.glob("dump/*/*_triton_kernels.py"))
-    name = re.search(r"def (main_kernel_\d+)\(.*\n    ry = ", kernels_file.read_text()).group(1)
+    name = re.search(r"def (k_\w+)\(.*\n    ry = ", kernels_file.read_text()).group(1)
     result = torch.empty(3, 4, 2, 24, 13)
     strides = {f"{pointer}_stride{d}": stride for pointer, tensor in (("in0", x), ("out0", result))
                for d, stride in enumerate(tensor.stride())}
@@ -765,7 +766,7 @@ def test_a_foreach_optimizer_step_launches_a_few_combo_kernels(tmp_path, monkeyp
     assert_compiled()
     for host in (tmp_path / "dump").glob("*/*_host_program.py"):
         text = host.read_text()
-        assert text.count("KernelLauncher(") == text.count("KernelLauncher(main_combo_") \
+        assert text.count("KernelLauncher(") == len(re.findall(r"^launch_main_combo_\d+ =", text, re.M)) \
             == launches
 
 
@@ -2103,7 +2104,9 @@ def test_repeated_blocks_share_one_kernel_function(tmp_path):
     (function,) = set(re.findall(r"KernelLauncher\((\w+),", host))
     assert host.count(f"KernelLauncher({function},") == 2
     assert kernels.count(f"def {function}(") == 1
-    assert len(re.findall(r"def main_kernel_\d+\(in0", kernels)) == 1
+    assert len(re.findall(r"def k_\w+\(in0", kernels)) == 1
+    # named for the ops it computes and its body, as a profiler lists it
+    assert re.fullmatch(r"k_add_erf_mul_[0-9a-f]{8}", function), function
 
 
 _IOTA_KERNEL = """

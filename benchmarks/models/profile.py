@@ -213,6 +213,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="an inference call (default), generate() or a training step")
     parser.add_argument("--mode", choices=MODES, default="default",
                         help="the compiled backends' torch.compile mode")
+    parser.add_argument("--dump-dir", default=None,
+                        help="tessel's dump_dir: each mlir graph's stages, kernels and host "
+                             "program, to find a profiled kernel by its name")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -226,7 +229,10 @@ def main(argv: list[str] | None = None) -> None:
         spec = find_spec(name, args.kind, dtype_name)
         built = catalog.build(spec, args.device, args.tiny)
         for backend in args.backends.split(","):
-            options = {"profile_kernels": True} if backend == "mlir" and cpu else None
+            options = None
+            if backend == "mlir":
+                options = {**({"profile_kernels": True} if cpu else {}),
+                           **({"dump_dir": args.dump_dir} if args.dump_dir else {})} or None
             if args.kind == "train":
                 call = _training_call(spec, built, backend, args.mode, args.device, dtype_name,
                                       options)

@@ -156,18 +156,30 @@ def _default_pipeline(options) -> str:
     return "gpu-max-autotune" if templates else "gpu"
 
 
-def _distinct_functions(sources: dict[str, kernel_source.KernelSource]) -> list[str]:
-    """The source of each distinct kernel function. A kernel whose source is an earlier
-    one's but for its name is launched as that one (its `function`): a network's
-    repeated blocks then compile once, where Triton would compile every copy."""
-    first_with_body: dict[str, str] = {}
+def _distinct_functions(sources: dict[str, kernel_source.KernelSource],
+                        located: dict[str, set[str]]) -> list[str]:
+    """The source of each distinct kernel function, named for the graph's ops it computes
+    and a digest of its body, as a profiler shows it: one name is one kernel, the same in
+    every graph that launches it. A kernel whose body is an earlier one's is launched as
+    that one (its `function`): a network's repeated blocks then compile once."""
+    by_body: dict[str, str] = {}
     functions = []
     for name, kernel in sources.items():
         body = kernel.source.replace(f"def {name}(", "def (", 1)
-        kernel.function = first_with_body.setdefault(body, name)
-        if kernel.function == name:
-            functions.append(kernel.source)
+        digest = hashlib.sha1(body.encode()).hexdigest()[:8]
+        if body not in by_body:
+            by_body[body] = f"{_ops_computed(located.get(name, set()))}_{digest}"
+            functions.append(body.replace("def (", f"def {by_body[body]}(", 1))
+        kernel.function = by_body[body]
     return functions
+
+
+def _ops_computed(node_names: set[str]) -> str:
+    """The ops whose FX nodes are `node_names` (`add_3` -> `add`), at most five, in
+    order: a kernel function's name, as Inductor names its kernels by the ops fused."""
+    ops = sorted({re.sub(r"(_default)?(_\d+)*$", "", node) for node in node_names
+                  if node.isidentifier()})
+    return "_".join(["k", *ops[:5]])
 
 
 class TritonTarget(Target):
@@ -218,13 +230,13 @@ class TritonTarget(Target):
                 raise CompileFailure(
                     "triton-codegen", str(first) + (f" (and {more} other kernels)" if more else ""),
                     nodes=frozenset().union(*(nodes for _, nodes in refused)))
-            functions = _distinct_functions(sources)
+            functions = _distinct_functions(sources, located)
             # After the members': a combo calls each member's deduplicated function.
             combos = translate.combo_kernels(ir.function_named(module, "main").operation,
                                              sources)
-            functions += _distinct_functions(combos)
             for name, members in combo_members(ir.function_named(module, "main")).items():
                 located[name] = set().union(*(located[kernel_name(m)] for m in members))
+            functions += _distinct_functions(combos, located)
             sources.update(combos)
             try:
                 module_source = "\n\n".join([PRELUDE] + functions)
