@@ -80,7 +80,8 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
     convolution's image (under the pad the host folds into it), accumulator (its bias)
     and result, then, in program order, views of them that keep their batch and
     channels, slices of them, the results of kernels that read one of them with their
-    own shape, and concatenations of them; then, in reverse, the images that views of them or kernels
+    own batch and channels (pointwise kernels, pooling windows and their gradients), and
+    concatenations of them; then, in reverse, the images that views of them or kernels
     computing only for them are made from."""
     arguments = main.regions[0].blocks[0].arguments
     held: set[ir.Value] = {arguments[position] for position in inputs
@@ -98,9 +99,10 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
         elif op.name in VIEWS:
             if op.operands[0] in held and _keeps_channels(op):
                 held.add(op.results[0])
-        elif op.name == "tensor.extract_slice":
+        elif op.name in ("tensor.extract_slice", "tensor.pad"):
             # A slice of an image is a view that keeps its layout (a densenet layer's
-            # channels of its concatenation's gradient).
+            # channels of its concatenation's gradient); aten pads an image in its own
+            # (a max pool's -inf border).
             if op.operands[0] in held and _image(op.results[0]) and \
                     op.results[0].type.rank == op.operands[0].type.rank:
                 held.add(op.results[0])
@@ -108,7 +110,7 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
             for result in op.results:
                 if _image(result) and any(
                         value in held and (op.name == "tensor.concat" or
-                                           value.type.shape == result.type.shape)
+                                           _same_channels(value, result))
                         for value in _read(op)):
                     held.add(result)
     readers: dict[ir.Value, list[ir.Operation]] = {}
@@ -192,6 +194,15 @@ def generated_kernel(op: ir.Operation) -> bool:
     unwrapped as one (a row kernel with a result of another type: a squeeze-excite
     block's mean beside the f32 image it is the mean of)."""
     return op.name == "tkern.kernel" or UNWRAPPED_KERNEL in op.attributes
+
+
+def _same_channels(image: ir.Value, other: ir.Value) -> bool:
+    """Whether two images of a rank share their batch and channels (any positions): a
+    pooling window's result or gradient, or an upsampled map, of a held image, whose
+    taps then lie along memory in both."""
+    first, second = list(image.type.shape), list(other.type.shape)
+    channels = 3 if len(first) == 5 else 2
+    return len(first) == len(second) and first[:channels] == second[:channels]
 
 
 def _same_points(image: ir.Value, other: ir.Value) -> bool:
