@@ -2,8 +2,9 @@
 tiles (element-wise generics, reductions of the whole row to one value, and a
 parallel_insert_slice per result). A row that fits one block stays in registers, so a
 reduction's prologue, the reduction and its epilogue are one pass over memory; a longer
-(or dynamic) row is walked in chunks of BLOCK, one loop per reduction, then one that
-computes and stores the outputs.
+(or dynamic) row is walked in chunks of BLOCK, one loop per run of reductions that read
+none of each other, then one that computes and stores the outputs (none where they are
+the reductions alone).
 """
 
 from __future__ import annotations
@@ -78,7 +79,11 @@ def row_kernel(writer: ReductionWriter, forall: ir.Operation,
         # A looped row: one pass over the row per reduction, each recomputing what
         # feeds it chunk by chunk, then a pass that computes and stores the outputs.
         reduction_passes(writer, ops[:-1], destinations, size, row_reductions(tiles))
-        _looped_pass(writer, ops[:-1], destinations, size, None, inserts)
+        if all(writer.registers.get(insert.operands[0], ("", ""))[1] == "scalar"
+               for insert in inserts):
+            _store_rows(writer, inserts, destinations)  # the rows' reductions alone
+        else:
+            _looped_pass(writer, ops[:-1], destinations, size, (), inserts)
         return (programs,)
     _lanes(writer, "0", size)
     _row_ops(writer, ops[:-1], destinations, None)
@@ -125,53 +130,85 @@ def _row_bounds(writer: ReductionWriter, forall: ir.Operation) -> list[int | sym
 
 def reduction_passes(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,
                      size: Extent, reductions: list[ir.Operation]) -> None:
-    """A chunk loop per reduction of a looped row (or whole tensor), in order; a sum
-    that an online softmax pairs with the max before it accumulates in that max's loop."""
+    """The chunk loops of a looped row's (or whole tensor's) reductions, in order: one
+    for reductions that read none of each other (a batch norm's backward sums of the
+    gradient and of its product with the centred image), as one pass over the row;
+    a sum that an online softmax pairs with the max before it accumulates in that
+    max's loop."""
     writer.running_maxima = online_softmax.running_maxima(reductions)
+    maxima = set(writer.running_maxima.values())
+    for group in _independent_groups(ops, [r for r in reductions if r not in maxima],
+                                     alone=set(writer.running_maxima)):
+        _looped_pass(writer, ops, destinations, size, group, [])
+
+
+def _independent_groups(ops: list[ir.Operation], reductions: list[ir.Operation],
+                        alone: set[ir.Operation]) -> list[tuple[ir.Operation, ...]]:
+    """`reductions` in runs, in order, such that no op from a run's first reduction to
+    its last reads a value of the run's reductions: each run accumulates in one loop.
+    Those `alone` (a sum with its running max) keep a loop to themselves."""
+    reads_of: dict[ir.Operation, set[ir.Operation]] = {}  # the reductions an op reads
+    producer = {result: op for op in ops for result in op.results}
+    for op in ops:
+        reads_of[op] = set()
+        for operand in ir.values_read_from_above(op) + list(op.operands):
+            source = producer.get(operand)
+            if source is not None:
+                reads_of[op] |= reads_of[source] | ({source} if source in reductions else set())
+    groups: list[list[ir.Operation]] = []
     for reduction in reductions:
-        if reduction not in writer.running_maxima.values():
-            _looped_pass(writer, ops, destinations, size, reduction, [])
+        group = groups[-1] if groups else None
+        if group is not None and reduction not in alone and not alone & set(group) and all(
+                not reads_of[op] & set(group)
+                for op in ops[ops.index(group[0]):ops.index(reduction) + 1]):
+            group.append(reduction)
+        else:
+            groups.append([reduction])
+    return [tuple(group) for group in groups]
 
 
 def _looped_pass(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,
-                 size: Extent, reduction: ir.Operation | None, inserts: list[ir.Operation]) -> None:
-    """One loop over a row in chunks of BLOCK: the ops up to `reduction`, which it
-    accumulates and reduces after the loop (with its running max, if it has one), or
-    (None) all of them and the stores."""
+                 size: Extent, reductions: tuple[ir.Operation, ...],
+                 inserts: list[ir.Operation]) -> None:
+    """One loop over a row in chunks of BLOCK: the ops up to the last of `reductions`,
+    which it accumulates and reduces after the loop (each with its running max, if it
+    has one), or (none) all of them and the stores."""
     # Loads, recomputed values and row values of an earlier chunk loop are out of scope.
     writer.loads.clear()
     writer.recomputed.clear()
     writer.registers = {v: e for v, e in writer.registers.items() if e[1] == "scalar"}
-    maximum = writer.running_maxima.get(reduction)
-    writer.accumulating = (reduction,) if maximum is None else (maximum, reduction)
+    maxima = [writer.running_maxima[r] for r in reductions if r in writer.running_maxima]
+    writer.accumulating = (*maxima, *reductions)
     known = set(writer.registers)
     with writer.section() as loop:
         _lanes(writer, "start", size)
-        _row_ops(writer, ops, destinations, reduction)
+        _row_ops(writer, ops, destinations, reductions[-1] if reductions else None)
         _store_rows(writer, inserts, destinations)
     writer.accumulating = ()
     for accumulator, initial in writer.accumulators.values():
         writer.emit(f"{accumulator} = {initial}")
     writer.emit(f"for start in range(0, {text(size)}, BLOCK):")
     writer.place(loop)
-    if reduction is None:
+    if not reductions:
         return
     writer.loads.clear()
     writer.recomputed.clear()
-    accumulator, _ = writer.accumulators.pop(reduction)
-    if maximum is not None:  # each lane's sum, rescaled to the row's max
-        lanes, _ = writer.running.pop(maximum.results[0])
-        writer.finish_reduction(maximum, lanes)
-        row_max, _ = writer.registers[maximum.results[0]]
-        rescaled = writer.fresh()
-        writer.emit(f"{rescaled} = {accumulator} * {online_softmax.rescale(lanes, row_max)}")
-        accumulator = rescaled
-    writer.finish_reduction(reduction, accumulator)
+    for reduction in reductions:
+        accumulator, _ = writer.accumulators.pop(reduction)
+        maximum = writer.running_maxima.get(reduction)
+        if maximum is not None:  # each lane's sum, rescaled to the row's max
+            lanes, _ = writer.running.pop(maximum.results[0])
+            writer.finish_reduction(maximum, lanes)
+            row_max, _ = writer.registers[maximum.results[0]]
+            rescaled = writer.fresh()
+            writer.emit(f"{rescaled} = {accumulator} * {online_softmax.rescale(lanes, row_max)}")
+            accumulator = rescaled
+        writer.finish_reduction(reduction, accumulator)
     writer.accumulators.clear()
     # Of what this pass computed, later passes see only its reductions: a value of one
     # point (a generic of one point, marked scalar) is a variable of the chunk loop, and
     # one computed from the lanes' running max is not the row's. They recompute them.
-    finished = {result for op in (maximum, reduction) if op is not None for result in op.results}
+    finished = {result for op in (*maxima, *reductions) for result in op.results}
     writer.registers = {value: register for value, register in writer.registers.items()
                         if value in known or value in finished}
 

@@ -11,7 +11,7 @@ the tile's innermost memory dim follows, so that every access is coalesced, alon
 or across rows (Triton lays out each access to suit its addresses). Inductor reduces
 so with XBLOCK > 1 (a persistent reduction's [XBLOCK, RBLOCK] tile).
 
-A row longer than that (or than a block that leaves a tile a few rows) is walked in
+A row longer than that (or than a block that leaves a tile fewer than 16 rows) is walked in
 chunks of a [ROWS, BLOCK] tile instead, BLOCK small enough that ROWS is 32: a batch
 norm's per-channel sums over the batch and positions of an NHWC image in a training
 step (each channel's values are C elements apart) read 32 channels side by side at each
@@ -37,6 +37,10 @@ from tessel import ir
 # program to itself (too few rows to make an access across them coalesced).
 _TILE_POINTS = 4096
 _MIN_ROWS = 4
+# A row held in a tile of fewer rows is walked in chunks instead: 4 rows of a half type
+# read 8 bytes of each 32-byte sector (resnet50's batch norm sums over 28 x 28 points,
+# 4 channels to a program, ran at a third of the H200's bandwidth).
+_MIN_HELD_ROWS = 16
 _MAX_ROWS = 32  # 64 bytes of f16 across rows: two sectors per access
 _MAX_WARPS = 8
 # The lanes of a chunk of a walked tile: _TILE_POINTS // _MAX_ROWS.
@@ -68,7 +72,7 @@ def row_tile(ops: list[ir.Operation], row_indices: list[ir.Value], bounds: list,
     axis = _axis_across_memory(ops, row_indices, innermost)
     if axis is None:
         return None
-    fits = isinstance(size, int) and size <= block and _TILE_POINTS // block >= _MIN_ROWS
+    fits = isinstance(size, int) and size <= block and _TILE_POINTS // block >= _MIN_HELD_ROWS
     if not fits:
         block = _CHUNK
     rows = min(_TILE_POINTS // block, _MAX_ROWS, 1 << (math.prod(bounds).bit_length() - 1))
