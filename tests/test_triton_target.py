@@ -1325,6 +1325,8 @@ def test_max_pooling_s_backward_gathers_instead_of_scattering(window, tmp_path):
     (backward,) = (tmp_path / "dump").glob("*_backward")
     host = (backward / "06_host_program.py").read_text()
     assert "scatter(" not in host and "index_put_" not in host
+    # the windows that hold a point are found in integers, not through float64 floors
+    assert "float64" not in (backward / "05_triton_kernels.py").read_text()
 
 
 @pytest.mark.parametrize("window", [

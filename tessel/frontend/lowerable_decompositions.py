@@ -561,10 +561,16 @@ def _windows_holding(size, out_size, kernel, stride, padding, dilation, device):
     tensor (not rows of one) so that the kernel that gathers through it computes it."""
     span = (kernel - 1) * dilation + 1
     points = torch.arange(size, device=device)
-    first = torch.div(points + padding - span, stride, rounding_mode="floor") + 1
-    last = torch.div(points + padding, stride, rounding_mode="floor")
+    # Numerators shifted to be non-negative, where truncating division is floor
+    # division: torch-mlir lowers an integer floor division through float64 (a
+    # conversion, a divide and a floor for each point of the kernel), a truncating one
+    # to an integer division.
+    windows = -(-span // stride)
+    first = torch.div(points + padding - span + windows * stride, stride,
+                      rounding_mode="trunc") + 1 - windows
+    last = torch.div(points + padding, stride, rounding_mode="trunc")
     candidates = []
-    for step in range(-(-span // stride)):
+    for step in range(windows):
         window = first + step
         valid = (window >= 0) & (window <= last) & (window < out_size)
         candidates.append((window.clamp(0, out_size - 1), valid))
