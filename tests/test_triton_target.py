@@ -1026,6 +1026,24 @@ def test_a_max_pool_and_its_gradient_are_channels_last_between_convolutions(tmp_
     assert pooled and all(stride.endswith(", 1") for stride in pooled), (pooled, programs)
 
 
+def test_autocast_s_half_weights_are_written_as_cudnn_reads_them(tmp_path):
+    """Under autocast a kernel rounds each convolution's weight to bf16 at every call:
+    it writes the weight channels-last, as cuDNN reads it, where the host had converted
+    its NCHW result (34 weight copies a resnet50 train step on an H200)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1, bias=False))
+    x = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    compiled = compile_triton(model, tmp_path / "dump")
+    with torch.autocast("cpu", torch.bfloat16):
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-2, rtol=2e-2)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    weights = re.findall(r"empty_strided\(\(8, (3|8), 3, 3,\), \((\d+), 1, ", host)
+    assert len(weights) == 2, host
+
+
 def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
     """The pieces around an op that runs eagerly get no replay of their own: the whole
     split graph is one, so that one CUDA graph holds the eager op too."""

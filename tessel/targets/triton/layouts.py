@@ -77,8 +77,8 @@ def channels_last_inputs(main: ir.Operation, signature: GraphSignature) -> froze
 def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset()
                          ) -> frozenset[ir.Value]:
     """The values of `main` held channels-last: its arguments at `inputs`, each
-    convolution's image (under the pad the host folds into it), accumulator (its bias)
-    and result, then, in program order, views of them that keep their batch and
+    convolution's image (under the pad the host folds into it), accumulator (its bias),
+    result and the weight a kernel computes for it, then, in program order, views of them that keep their batch and
     channels, slices of them, the results of kernels that read one of them with their
     own batch and channels (pointwise kernels, pooling windows and their gradients), and
     concatenations of them; then, in reverse, the images that views of them or kernels
@@ -96,6 +96,15 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
                 if owner is not None and owner.name == "tensor.pad":
                     held.add(owner.operands[0])
                 held.update(v for v in (image, accumulator, *op.results) if _image(v))
+                # A weight a kernel computes (autocast's bf16 copy of the parameter) is
+                # written as cuDNN reads it, not converted after (a resnet50 train step
+                # copied its 17 weights other than 1 x 1 ones in the forward and again in
+                # the backward).
+                weight = contraction.operands[1]
+                producer = ir.operation_of(weight.owner)
+                if contraction.name == "linalg.conv_2d_nchw_fchw" and \
+                        producer is not None and generated_kernel(producer):
+                    held.add(weight)
         elif op.name in VIEWS:
             if op.operands[0] in held and _keeps_channels(op):
                 held.add(op.results[0])
