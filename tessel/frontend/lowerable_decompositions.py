@@ -528,17 +528,12 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
         ones = x.new_ones((1,) * (x.dim() - 2) + (height, width))
         share = grad_output / aten.avg_pool2d(ones, [kh, kw], [sh, sw], [ph, pw], False,
                                               False, 1)
-    if (sh, sw) == (kh, kw) and not (ph or pw):
-        # Windows that tile the input (densenet's transitions): the share spreads over
-        # its window, and points past the last whole window get 0.
-        spread = share.unsqueeze(-1).unsqueeze(-3).expand(*batch, out_h, kh, out_w, kw)
-        spread = spread.reshape(*batch, out_h * kh, out_w * kw)
-        return aten.constant_pad_nd(spread, [0, width - out_w * kw, 0, height - out_h * kh],
-                                    0.0)
-    # Overlapping or padded windows, in gather form as Inductor computes it: each input
-    # point sums the shares of the windows that hold it, in float32 for half types. (Kh *
-    # kw strided adds into a padded gradient were a kernel and a copy each: poolformer's
-    # 3x3 pooling backward took 22 launches.)
+    # In gather form, as Inductor computes it: each input point sums the shares of the
+    # windows that hold it, in float32 for half types. (Kh * kw strided adds into a
+    # padded gradient were a kernel and a copy each: poolformer's 3x3 pooling backward
+    # took 22 launches. Windows that tile the input, densenet's transitions, had their
+    # shares spread by an expand to [N, C, H, 2, W, 2]: a buffer of rank 6, written
+    # row-major, which the channels-last kernels after it read across memory.)
     rows = _windows_holding(height, out_h, kh, sh, ph, 1, x.device)
     columns = _windows_holding(width, out_w, kw, sw, pw, 1, x.device)
     shares = share.to(torch.promote_types(share.dtype, torch.float32))
