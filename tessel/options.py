@@ -37,7 +37,8 @@ class Options:
         "(FX graph, torch IR, linalg IR, pipeline output, LLVM IR, host program)", (str, os.PathLike))
     target: str = _option(
         "auto", "code generator: 'cpu' (MLIR -> LLVM JIT), 'triton' (Triton kernels; on CPU "
-        "tensors under TRITON_INTERPRET=1); 'auto' picks triton for CUDA inputs, else cpu",
+        "tensors under TRITON_INTERPRET=1); 'auto' picks triton for CUDA inputs or "
+        "results, else cpu",
         (str,), ("auto", "cpu", "triton"))
     pipeline: str | None = _option(
         None, "pass pipeline run on linalg-on-tensors IR instead of the target's named one "

@@ -84,3 +84,34 @@ def test_a_native_op_s_result_may_come_back_on_another_device(native):
     else:
         with pytest.raises(RuntimeError, match="result 0 has device cpu, traced meta"):
             compiled(torch.empty(1, 2, 4, 8))
+
+
+
+
+def _traced_scaling_positions_on(device: str) -> torch.fx.GraphModule:
+    """The trace of `torch.arange(4, device=device) * scale` for a 0-d CPU `scale`, as
+    aot_autograd leaves it: fake values on each node (a CUDA one needs no GPU)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    graph = torch.fx.Graph()
+    scale = graph.placeholder("scale")
+    positions = graph.call_function(torch.ops.aten.arange.default, (4,), {"device": device})
+    scaled = graph.call_function(torch.ops.aten.mul.Tensor, (positions, scale))
+    graph.output((scaled,))
+    with FakeTensorMode():
+        scale.meta["val"] = torch.empty(())
+        positions.meta["val"] = torch.empty(4, device=device)
+        scaled.meta["val"] = torch.empty(4, device=device)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def test_a_graph_that_makes_its_gpu_tensors_from_cpu_scalars_compiles_for_the_gpu():
+    """A graph whose inputs are CPU scalars but which computes CUDA tensors (positions
+    made on the GPU, scaled) compiles for the Triton target: "auto" had picked the CPU
+    target by the inputs alone, whose results then came back on the CPU where Dynamo
+    traced cuda:0 (a run-time fallback at every call)."""
+    from tessel.frontend.traced_facts import computing_device, resolve_target
+    from tessel.options import Options
+    gpu, cpu = _traced_scaling_positions_on("cuda"), _traced_scaling_positions_on("cpu")
+    assert computing_device(gpu) == "cuda:0" and computing_device(cpu) == "cpu"
+    assert resolve_target(Options(target="auto"), gpu) == "triton"
+    assert resolve_target(Options(target="auto"), cpu) == "cpu"

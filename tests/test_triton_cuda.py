@@ -312,6 +312,19 @@ def test_a_graph_whose_tensors_are_on_another_device_than_the_current_runs_there
     assert torch.cuda.current_device() == 0
 
 
+def test_a_graph_making_gpu_tensors_from_a_cpu_scalar_runs_on_the_gpu():
+    """Its only input is a 0-d CPU tensor; it makes its tensors on the GPU: it compiles
+    for the Triton target and its result is on the GPU, as traced (the CPU target had
+    returned it on the CPU, and every call fell back)."""
+    def positions(scale):
+        return torch.arange(64, device="cuda") * scale
+    scale = torch.tensor(2.0)
+    compiled = torch.compile(positions, backend="mlir", options={"fallback": False})
+    for _ in range(2):
+        torch.testing.assert_close(compiled(scale), positions(scale))
+    assert assert_compiled()["graphs_compiled"] == 1
+
+
 def test_bf16_sums_accumulate_in_f32():
     """On the GPU too (tl.sum adds bf16 in bf16): looped rows of 0.3s and rows of one
     block match eager's f32-accumulated sums."""

@@ -60,7 +60,6 @@ from tessel.frontend.split_graph import split_graph
 from tessel.frontend.traced_outputs import as_traced
 from tessel.frontend.traced_facts import (
     computing_device,
-    input_values,
     output_stack_traces,
     resolve_target,
     static_inputs,
@@ -231,7 +230,7 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
                         memo: InferenceMemo | None, cacheable: bool = True,
                         saved: SavedLayouts | None = None):
     with stages.timed("prepare"):
-        target = get_target(resolve_target(options, input_values(gm)))
+        target = get_target(resolve_target(options, gm))
         prepared = rewrite_dynamic_views(allocate_empty_values(mutations_as_results(gm)))
         prepared, orders = permuting_inputs(prepared, target.strided_tensors)
         if not target.strided_tensors:

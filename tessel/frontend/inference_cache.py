@@ -126,7 +126,7 @@ def remembering_inference(key: str | None, example_inputs):
 def inference_key(gm: torch.fx.GraphModule, example_inputs, options: Options) -> str | None:
     """The graph cache's key of Dynamo's `gm` as `cached_inference` reads it, or None
     where the target caches no graphs or the graph is not such an inference graph."""
-    target = get_target(resolve_target(options, example_inputs))
+    target = get_target(resolve_target(options, gm, example_inputs))
     # check_accuracy needs the kernel IR of a compile, which the cache lacks.
     if not target.caches_graphs or options.check_accuracy:
         return None

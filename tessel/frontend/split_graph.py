@@ -77,7 +77,7 @@ def split_graph(gm: torch.fx.GraphModule, stages: Stages, options: Options, kind
     stages.write("split_graph.py", lambda: split.print_readable(print_output=False))
     if pieces_replay:
         return split
-    target = get_target(resolve_target(options, input_values(gm)))
+    target = get_target(resolve_target(options, gm))
     checked = target.checking_once_per_call(split)
     if communicating:  # on its inputs' device, which its pieces do not guard
         return target.replayed(checked, stages.dump.graph_name, options.without_replay())
@@ -111,7 +111,7 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
     if not names:
         return None
     pieces = {}
-    target = get_target(resolve_target(options, input_values(gm)))
+    target = get_target(resolve_target(options, gm))
     relaid: dict[str, dict[int, tuple]] = {}  # by piece: inputs it takes as traced
     for index, name in enumerate(names):
         piece = pieces[name] = getattr(split, name)

@@ -10,12 +10,18 @@ import torch.fx
 from tessel.options import Options
 
 
-def resolve_target(options: Options, inputs) -> str:
-    """options.target, or with "auto": triton for a graph with CUDA inputs, else cpu
-    (inputs on other devices are refused by prepare_graph, naming them)."""
+def resolve_target(options: Options, gm: torch.fx.GraphModule, inputs=None) -> str:
+    """options.target, or with "auto": triton for a graph with CUDA inputs (`inputs`,
+    else those traced) or that computes CUDA tensors (a mask or positions made on the
+    GPU from sizes and CPU scalars alone), else cpu (inputs on other devices are
+    refused by prepare_graph, naming them)."""
     if options.target != "auto":
         return options.target
+    inputs = input_values(gm) if inputs is None else inputs
     devices = {v.device.type for v in inputs if isinstance(v, torch.Tensor)}
+    computing = computing_device(gm)
+    if computing is not None:
+        devices.add(torch.device(computing).type)
     return "triton" if "cuda" in devices else "cpu"
 
 
@@ -52,9 +58,12 @@ def output_stack_traces(gm: torch.fx.GraphModule) -> list[str | None]:
 
 
 def computing_device(gm: torch.fx.GraphModule) -> str | None:
-    """The device of the tensors `gm` computes, as traced: its first tensor with dims
-    (a 0-d CPU scalar mixes with tensors of any device), else its first tensor."""
-    values = [n.meta.get("val") for n in gm.graph.nodes if n.op != "output"]
+    """The device of the tensors `gm` computes, as traced: its first result with dims,
+    else its first tensor with dims (a 0-d CPU scalar mixes with tensors of any
+    device), else its first tensor. Results first: a graph may make a CPU tensor on
+    its way to the GPU (positions from `torch.arange(n)`, moved where it computes)."""
+    values = [n.meta.get("val") for n in result_nodes(gm) if isinstance(n, torch.fx.Node)]
+    values += [n.meta.get("val") for n in gm.graph.nodes if n.op != "output"]
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     ranked = [v for v in tensors if v.dim()] or tensors
     return str(ranked[0].device) if ranked else None
