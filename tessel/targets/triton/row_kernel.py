@@ -76,8 +76,9 @@ def row_kernel(writer: ReductionWriter, forall: ir.Operation,
         writer.block = writer.row_tile.block
     programs = _program_rows(writer, row_indices, bounds)
     if not isinstance(size, int) or size > writer.block:
-        # A looped row: one pass over the row per reduction, each recomputing what
-        # feeds it chunk by chunk, then a pass that computes and stores the outputs.
+        # A looped row: a pass over the row per run of reductions that read none of
+        # each other, each recomputing what feeds it chunk by chunk, then a pass that
+        # computes and stores the outputs.
         reduction_passes(writer, ops[:-1], destinations, size, row_reductions(tiles))
         if all(writer.registers.get(insert.operands[0], ("", ""))[1] == "scalar"
                for insert in inserts):
