@@ -175,8 +175,9 @@ def _distinct_functions(sources: dict[str, kernel_source.KernelSource],
 
 
 def _ops_computed(node_names: set[str]) -> str:
-    """The ops whose FX nodes are `node_names` (`add_3` -> `add`), at most five, in
-    order: a kernel function's name, as Inductor names its kernels by the ops fused."""
+    """The ops whose FX nodes are `node_names` (`add_3` -> `add`), the first five in
+    alphabetical order: a kernel function's name, as Inductor names its kernels by the
+    ops fused."""
     ops = sorted({re.sub(r"(_default)?(_\d+)*$", "", node) for node in node_names
                   if node.isidentifier()})
     return "_".join(["k", *ops[:5]])
