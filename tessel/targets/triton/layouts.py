@@ -78,11 +78,11 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
                          ) -> frozenset[ir.Value]:
     """The values of `main` held channels-last: its arguments at `inputs`, each
     convolution's image (under the pad the host folds into it), accumulator (its bias),
-    result and the weight a kernel computes for it, then, in program order, views of them that keep their batch and
-    channels, slices of them, the results of kernels that read one of them with their
-    own batch and channels (pointwise kernels, pooling windows and their gradients), and
-    concatenations of them; then, in reverse, the images that views of them or kernels
-    computing only for them are made from."""
+    result and the weight a kernel computes for it, then, in program order, views of
+    them that keep their batch and channels, slices and pads of them, the results of
+    kernels that read one of them with their own batch and channels (pointwise kernels,
+    pooling windows and their gradients), and concatenations of them; then, in reverse,
+    the images that views of them or kernels computing only for them are made from."""
     arguments = main.regions[0].blocks[0].arguments
     held: set[ir.Value] = {arguments[position] for position in inputs
                            if _image(arguments[position])}

@@ -166,9 +166,9 @@ def _distinct_functions(sources: dict[str, kernel_source.KernelSource],
     functions = []
     for name, kernel in sources.items():
         body = kernel.source.replace(f"def {name}(", "def (", 1)
-        digest = hashlib.sha1(body.encode()).hexdigest()[:8]
         if body not in by_body:
-            by_body[body] = f"{_ops_computed(located.get(name, set()))}_{digest}"
+            digest = hashlib.sha1(body.encode()).hexdigest()[:8]
+            by_body[body] = f"{_ops_computed(located[name])}_{digest}"
             functions.append(body.replace("def (", f"def {by_body[body]}(", 1))
         kernel.function = by_body[body]
     return functions
