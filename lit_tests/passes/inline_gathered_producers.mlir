@@ -130,3 +130,141 @@ func.func @through_collapse() -> tensor<6xi64> {
   } -> tensor<6xi64>
   return %r : tensor<6xi64>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// A sum of two tensors read at four points of a window (a max pool gradient's taps) is
+// computed once, by its own kernel: inlined, the points would load 8 values where
+// computing it once loads 2, writes 1 and reads 4.
+// CHECK-LABEL: func.func @negative_sum_read_at_four_points
+// CHECK:         %[[SUM:.*]] = linalg.generic
+// CHECK:           arith.addf
+// CHECK:         linalg.generic
+// CHECK-COUNT-4:   tensor.extract %[[SUM]]
+func.func @negative_sum_read_at_four_points(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<5xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %f = tensor.empty() : tensor<5xf32>
+  %r = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%f : tensor<5xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = arith.addi %i, %c1 : index
+    %k = arith.addi %i, %c2 : index
+    %l = arith.addi %i, %c3 : index
+    %t = tensor.extract %sum[%i] : tensor<8xf32>
+    %u = tensor.extract %sum[%j] : tensor<8xf32>
+    %v = tensor.extract %sum[%k] : tensor<8xf32>
+    %w = tensor.extract %sum[%l] : tensor<8xf32>
+    %tu = arith.maximumf %t, %u : f32
+    %vw = arith.maximumf %v, %w : f32
+    %m = arith.maximumf %tu, %vw : f32
+    linalg.yield %m : f32
+  } -> tensor<5xf32>
+  return %r : tensor<5xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// The same taps as four gathers, each its own generic, through a cast that each computes
+// (a cast loads one value, as reading its result would): the sum under the cast still
+// counts four points, and stays a generic of its own.
+// CHECK-LABEL: func.func @negative_sum_under_a_cast_read_by_four_gathers
+// CHECK:         %[[SUM:.*]] = linalg.generic
+// CHECK:           arith.addf
+// CHECK-COUNT-4: tensor.extract %[[SUM]]
+// CHECK-NOT:     arith.addf
+func.func @negative_sum_under_a_cast_read_by_four_gathers(%a: tensor<8xbf16>, %b: tensor<8xbf16>)
+    -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>) {
+  %e = tensor.empty() : tensor<8xbf16>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<8xbf16>, tensor<8xbf16>) outs(%e : tensor<8xbf16>) {
+  ^bb0(%x: bf16, %y: bf16, %o: bf16):
+    %s = arith.addf %x, %y : bf16
+    linalg.yield %s : bf16
+  } -> tensor<8xbf16>
+  %g = tensor.empty() : tensor<8xf32>
+  %wide = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%sum : tensor<8xbf16>) outs(%g : tensor<8xf32>) {
+  ^bb0(%x: bf16, %o: f32):
+    %w = arith.extf %x : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<8xf32>
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %f = tensor.empty() : tensor<5xf32>
+  %r0 = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%f : tensor<5xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %v = tensor.extract %wide[%i] : tensor<8xf32>
+    linalg.yield %v : f32
+  } -> tensor<5xf32>
+  %r1 = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%f : tensor<5xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = arith.addi %i, %c1 : index
+    %v = tensor.extract %wide[%j] : tensor<8xf32>
+    linalg.yield %v : f32
+  } -> tensor<5xf32>
+  %r2 = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%f : tensor<5xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = arith.addi %i, %c2 : index
+    %v = tensor.extract %wide[%j] : tensor<8xf32>
+    linalg.yield %v : f32
+  } -> tensor<5xf32>
+  %r3 = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%f : tensor<5xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = arith.addi %i, %c3 : index
+    %v = tensor.extract %wide[%j] : tensor<8xf32>
+    linalg.yield %v : f32
+  } -> tensor<5xf32>
+  return %r0, %r1, %r2, %r3 : tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>
+}
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A scaling of one tensor by a broadcast vector read at two points is computed at both:
+// each loads one element of the tensor, as reading its result would.
+// CHECK-LABEL: func.func @scaling_read_at_two_points
+// CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>, %[[S:.*]]: tensor<8xf32>
+// CHECK-NOT:     linalg.generic {{.*}} ins(%[[X]], %[[S]]
+// CHECK:         linalg.generic
+// CHECK-COUNT-2:   tensor.extract %[[X]]
+func.func @scaling_read_at_two_points(%x: tensor<4x8xf32>, %s: tensor<8xf32>) -> tensor<4x7xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<4x8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %m = arith.mulf %v, %w : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  %c1 = arith.constant 1 : index
+  %f = tensor.empty() : tensor<4x7xf32>
+  %r = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%f : tensor<4x7xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %k = arith.addi %j, %c1 : index
+    %u = tensor.extract %scaled[%i, %j] : tensor<4x8xf32>
+    %v = tensor.extract %scaled[%i, %k] : tensor<4x8xf32>
+    %w = arith.addf %u, %v : f32
+    linalg.yield %w : f32
+  } -> tensor<4x7xf32>
+  return %r : tensor<4x7xf32>
+}

@@ -65,6 +65,40 @@ def elementwise_producer(op: ir.Operation, max_body: int = MAX_INLINED_BODY) -> 
     return len(body) <= max_body and not any(o.regions for o in body)
 
 
+def full_inputs(op: ir.Operation) -> int:
+    """How many of a generic's inputs it reads at every loop dim (not a broadcast): its
+    points' loads that no cache shares with their neighbours'."""
+    maps = ir.indexing_maps(op)
+    loops = maps[-1].n_dims
+    return sum(1 for m in maps[:-1] if len({p for p in ir.dim_positions(m) if p is not None}) == loops)
+
+
+def _points_reading(value: ir.Value) -> int:
+    """How many points read `value` once gathers have inlined what they can: an
+    extract is one, and so is any other reader but an element-wise producer that only
+    extracts read, which is inlined at its own readers' points, so counts theirs."""
+    points = 0
+    for use in value.uses:
+        reader = ir.operation_of(use.owner)
+        if reader is not None and elementwise_producer(reader) and all(
+                ir.operation_of(u.owner).name == "tensor.extract" for u in reader.results[0].uses):
+            points += _points_reading(reader.results[0])
+        else:
+            points += 1
+    return points
+
+
+def worth_inlining(producer: ir.Operation) -> bool:
+    """A producer read at several points (a pooling gradient's taps, an interpolation's
+    corners) is computed at each, loading its full inputs there: inlined where that
+    loads no more than computing it once would (its inputs, a write, and a read at each
+    point). Inductor realizes a pooling gradient's input for the same reason: densenet121's
+    max pool gradient computed a sum of seven gradients at each of its four taps (1.6 ms
+    a step on the H200, its largest kernel)."""
+    points, loads = _points_reading(producer.results[0]), full_inputs(producer)
+    return points * loads <= loads + 1 + points
+
+
 def static_slice(op: ir.Operation) -> bool:
     """A tensor.extract_slice of static offsets and strides that keeps its rank."""
     if op.name != "tensor.extract_slice" or len(op.operands) != 1:
@@ -132,6 +166,8 @@ class InlineGatheredProducersPass(ModulePass):
                 continue
             with ir.InsertionPoint(extract), extract.location:
                 if elementwise_producer(source):
+                    if not worth_inlining(source):
+                        continue
                     value, new = self._computed(source, list(extract.operands[1:]))
                 elif static_slice(source):
                     value, new = self._through_slice(source, list(extract.operands[1:]))
