@@ -98,3 +98,25 @@ func.func @gemm_templates(%a: tensor<4096x64xf16>, %b: tensor<64x2048xf16>, %c: 
   }) {sym_name = "small"} : () -> tensor<512x512xf32>
   return %big, %small : tensor<4096x2048xf32>, tensor<512x512xf32>
 }
+
+// -----
+
+// A combine of split partial sums (1024 channels, 32 partials each) reduces at each
+// point: its block shrinks until its programs could give every SM two, down to a warp's
+// 32 points (32 programs, not one of 1024 lanes).
+// CHECK-LABEL: func.func @combine_of_partials
+// CHECK:         tessel.gpu = {block = array<i64: 32>, kind = "pointwise", num_warps = 1 : i64}
+#partials = affine_map<(d0, d1) -> (d0, d1)>
+#channel = affine_map<(d0, d1) -> (d0)>
+func.func @combine_of_partials(%p: tensor<1024x32xf32>, %init: tensor<1024xf32>) -> tensor<1024xf32> {
+  %r = "tkern.kernel"() ({
+    %s = linalg.generic {indexing_maps = [#partials, #channel], iterator_types = ["parallel", "reduction"]}
+        ins(%p : tensor<1024x32xf32>) outs(%init : tensor<1024xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %a = arith.addf %v, %acc : f32
+      linalg.yield %a : f32
+    } -> tensor<1024xf32>
+    "tkern.yield"(%s) : (tensor<1024xf32>) -> ()
+  }) {sym_name = "k0"} : () -> tensor<1024xf32>
+  return %r : tensor<1024xf32>
+}

@@ -42,8 +42,10 @@ class ChooseGpuBlocksPass(ModulePass):
     next power of two) and otherwise "looped" over the row in `looped-block` chunks, or
     `dynamic-row-block` chunks for a row of dynamic size (rows as short as attention's,
     a sequence long, must not each loop over a mostly masked 4096-element chunk); any
-    other kernel is "pointwise" with `pointwise-block` elements per program. Warps grow
-    with the block: block / 256, between 1 and 16.
+    other kernel is "pointwise" with `pointwise-block` elements per program, fewer
+    where it reduces at each point (a split reduction's combine) and would otherwise
+    leave SMs idle (two programs for each of `multiprocessors`). Warps grow with the
+    block: block / 256, between 1 and 16.
     """
 
     name: ClassVar[str] = "choose-gpu-blocks"
@@ -51,6 +53,7 @@ class ChooseGpuBlocksPass(ModulePass):
     looped_block: int = 4096
     dynamic_row_block: int = 1024
     pointwise_block: int = 1024
+    multiprocessors: int = 132  # the H100's SMs
     template_tile: str = ""
 
     def __post_init__(self):
@@ -90,7 +93,28 @@ class ChooseGpuBlocksPass(ModulePass):
                 return _dictionary("row_persistent", [block], _warps(block))
             block = self.looped_block if row is not None else self.dynamic_row_block
             return _dictionary("row_looped", [block], _warps(block))
-        return _dictionary("pointwise", [self.pointwise_block], _warps(self.pointwise_block))
+        block = self.pointwise_block
+        points = _numel(result_type) if result_type is not None else None
+        if points is not None and _reduces_at_each_point(kernel):
+            block = _filling_the_gpu(points, block, self.multiprocessors)
+        return _dictionary("pointwise", [block], _warps(block))
+
+
+def _reduces_at_each_point(kernel: ir.Operation) -> bool:
+    """Whether a pointwise kernel reduces values at each of its points (a split
+    reduction's combine of its partials, unrolled per point)."""
+    return bool(ir.ops_where(kernel, lambda op: op.name == "linalg.generic" and any(
+        "reduction" in str(kind) for kind in ir.ArrayAttr(op.attributes["iterator_types"]))))
+
+
+def _filling_the_gpu(points: int, block: int, multiprocessors: int) -> int:
+    """`block`, halved (down to a warp's 32 points) until the kernel's programs give
+    every SM two: a batch norm's combine of its partial sums, 1024 channels of 32
+    partials each, ran in one program of 1024 lanes, one SM summing 128 KB (19 us on
+    the H200, where 32 programs share it out)."""
+    while block > 32 and -(-points // block) < 2 * multiprocessors:
+        block //= 2
+    return block
 
 
 def _row_points(forall: ir.Operation, numel: int | None) -> int | None:
