@@ -8,6 +8,7 @@ from tessel import ir
 from tessel.passes.buffer_views import RESHAPES
 from tessel.passes.contractions import is_contraction
 from tessel.passes.inline_gathered_producers import elementwise_producer
+from tessel.passes.recompute_cost import cheaper_computed_by_each, dims_read, full_size_inputs
 from tessel.passes.registry import ModulePass, register
 
 # Ops in a producer's body (its yield included) for it to be copied per reader: a cast
@@ -18,14 +19,6 @@ MAX_DUPLICATED_BODY = 3
 MIN_COPIED_ELEMENTS = 1 << 16
 
 
-def _dims_read(affine_map) -> list:
-    """The loop dim each result of an input's map reads (None: an expression), leaving
-    out a unit dim read at 0 (a batch norm's per-channel mean as [1, C, 1, 1] is read
-    through (0, d1, 0, 0)): such a read is a broadcast."""
-    return [position for position, expr in zip(ir.dim_positions(affine_map), affine_map.results)
-            if not (isinstance(expr, ir.AffineConstantExpr) and expr.value == 0)]
-
-
 def _in_order(producer: ir.Operation) -> bool:
     """Whether `producer` writes its points in loop order and reads each input in that
     order too (a broadcast, not a transpose: a reader fused with a transpose would read
@@ -33,34 +26,20 @@ def _in_order(producer: ir.Operation) -> bool:
     maps = ir.indexing_maps(producer)
     if not ir.is_identity_map(maps[-1]):
         return False
-    positions = [_dims_read(m) for m in maps[:-1]]
+    positions = [dims_read(m) for m in maps[:-1]]
     return all(None not in p and p == sorted(p) for p in positions)
 
 
-def _bytes_per_point(value: ir.Value) -> int:
-    """Bytes of one element of the tensor `value` (a mask's i1 counts one)."""
-    return max(getattr(ir.ShapedType(value.type).element_type, "width", 8) // 8, 1)
-
-
 def _cheaper_copied(producer: ir.Operation, readers: int) -> bool:
-    """Whether `readers` copies of `producer` cost less than its kernel: one that reads
-    at most one full-size input (a cast, a broadcast) always does; a large one that
-    reads more does where the copies' reads of them move fewer bytes than the result's
-    write and its readers' reads of it (a ReLU's backward mask of gradient and
-    activation, read by a batch norm's backward sums and by its dx: 4 reads against
-    2 + 1 + 2)."""
-    maps = ir.indexing_maps(producer)
-    loops = maps[-1].n_dims
-    full_size = [value for value, affine_map in zip(list(producer.operands)[:-1], maps[:-1])
-                 if len(_dims_read(affine_map)) == loops]
-    if len(full_size) <= 1:
-        return True
-    shape = ir.ShapedType(producer.results[0].type)
-    if not shape.has_static_shape or math.prod(shape.shape) < MIN_COPIED_ELEMENTS:
-        return False  # bytes matter little there; its kernel may hold other small work
-    inputs = sum(_bytes_per_point(value) for value in full_size)
-    result = _bytes_per_point(producer.results[0])
-    return readers * inputs < inputs + (1 + readers) * result
+    """Whether `readers` copies of `producer` cost less than its kernel
+    (recompute_cost): a small one of several full-size inputs never does, bytes
+    mattering little there and its kernel perhaps holding other small work (a batch
+    norm's per-channel finishing ops stay one kernel)."""
+    if len(full_size_inputs(producer)) > 1:
+        shape = ir.ShapedType(producer.results[0].type)
+        if not shape.has_static_shape or math.prod(shape.shape) < MIN_COPIED_ELEMENTS:
+            return False
+    return cheaper_computed_by_each(producer, readers)
 
 
 def generic_reads(value: ir.Value) -> list[tuple[list[ir.Operation], ir.Operation, int]] | None:

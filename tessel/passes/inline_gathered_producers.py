@@ -9,6 +9,7 @@ from tessel import ir
 from tessel.passes.concat_as_gather import GATHERED_CONCAT
 from tessel.passes.contractions import NAMED_CONVOLUTIONS, is_contraction
 from tessel.passes.linalg_builders import index_constant
+from tessel.passes.recompute_cost import cheaper_computed_by_each
 from tessel.passes.registry import ModulePass, register
 
 # A producer's body cloned at a gather site: every point of the gathering generic
@@ -65,14 +66,6 @@ def elementwise_producer(op: ir.Operation, max_body: int = MAX_INLINED_BODY) -> 
     return len(body) <= max_body and not any(o.regions for o in body)
 
 
-def full_inputs(op: ir.Operation) -> int:
-    """How many of a generic's inputs it reads at every loop dim (not a broadcast): its
-    points' loads that no cache shares with their neighbours'."""
-    maps = ir.indexing_maps(op)
-    loops = maps[-1].n_dims
-    return sum(1 for m in maps[:-1] if len({p for p in ir.dim_positions(m) if p is not None}) == loops)
-
-
 def _points_reading(value: ir.Value) -> int:
     """How many points read `value` once gathers have inlined what they can: an
     extract is one, and so is any other reader but an element-wise producer that only
@@ -89,14 +82,13 @@ def _points_reading(value: ir.Value) -> int:
 
 
 def worth_inlining(producer: ir.Operation) -> bool:
-    """A producer read at several points (a pooling gradient's taps, an interpolation's
-    corners) is computed at each, loading its full inputs there: inlined where that
-    loads no more than computing it once would (its inputs, a write, and a read at each
-    point). Inductor realizes a pooling gradient's input for the same reason: densenet121's
-    max pool gradient computed a sum of seven gradients at each of its four taps (1.6 ms
-    a step on the H200, its largest kernel)."""
-    points, loads = _points_reading(producer.results[0]), full_inputs(producer)
-    return points * loads <= loads + 1 + points
+    """Whether the points that read `producer` had better compute it themselves
+    (recompute_cost). A producer read at several points (a pooling gradient's taps, an
+    interpolation's corners) is computed at each, loading its inputs there: Inductor
+    realizes a pooling gradient's input for the same reason. densenet121's max pool
+    gradient computed a sum of seven gradients at each of its four taps (1.6 ms a step
+    on the H200, its largest kernel)."""
+    return cheaper_computed_by_each(producer, _points_reading(producer.results[0]))
 
 
 def static_slice(op: ir.Operation) -> bool:
