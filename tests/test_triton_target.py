@@ -540,6 +540,23 @@ def test_a_batch_norm_s_backward_sums_walk_32_channels_in_one_loop(tmp_path):
     assert kernels.count("for start in range(0, 784, BLOCK):") == 1, kernels
 
 
+def test_a_batch_norm_s_backward_stores_its_masked_gradient_in_the_sums_loop(tmp_path):
+    """The ReLU-masked gradient that a batch norm's backward sums is also an output (the
+    next convolution's backward reads it): computed in the loop that takes the sums, it
+    is stored there, not in a second loop that reads its inputs again (resnet50's
+    28 x 28 sums kernels read three of their four inputs twice)."""
+    def fn(grad, other, image):
+        masked = torch.where(image <= 0, 0.0, grad + other)
+        return masked.sum((2, 3)), (masked * (image - 0.5)).sum((2, 3)), masked
+    inputs = [torch.randn(4, 64, 28, 28).to(memory_format=torch.channels_last)
+              for _ in range(3)]
+    for actual, expected in zip(compile_triton(fn, tmp_path / "dump")(*inputs), fn(*inputs)):
+        torch.testing.assert_close(actual, expected, atol=1e-4, rtol=1e-4)
+    assert_compiled()
+    kernels, _ = generated_files(tmp_path / "dump")
+    assert kernels.count("for start in range(0, 784, BLOCK):") == 1, kernels
+
+
 def test_whole_tensor_reductions_larger_than_a_block_loop_in_one_program(tmp_path):
     """A loss's mean over more points than a block (19200 here, in blocks of 1024)
     stopped the graph's compile ("a reduction of 19200 elements in one block of 1024"):

@@ -3,8 +3,8 @@ tiles (element-wise generics, reductions of the whole row to one value, and a
 parallel_insert_slice per result). A row that fits one block stays in registers, so a
 reduction's prologue, the reduction and its epilogue are one pass over memory; a longer
 (or dynamic) row is walked in chunks of BLOCK, one loop per run of reductions that read
-none of each other, then one that computes and stores the outputs (none where they are
-the reductions alone).
+none of each other (the first also storing the outputs that read no reduction), then one
+that computes and stores the other outputs (none where they are the reductions alone).
 """
 
 from __future__ import annotations
@@ -79,12 +79,14 @@ def row_kernel(writer: ReductionWriter, forall: ir.Operation,
         # A looped row: a pass over the row per run of reductions that read none of
         # each other, each recomputing what feeds it chunk by chunk, then a pass that
         # computes and stores the outputs.
-        reduction_passes(writer, ops[:-1], destinations, size, row_reductions(tiles))
+        early = _reading_no_reduction(ops[:-1], inserts, row_reductions(tiles))
+        reduction_passes(writer, ops[:-1], destinations, size, row_reductions(tiles), early)
+        late = [insert for insert in inserts if insert not in early]
         if all(writer.registers.get(insert.operands[0], ("", ""))[1] == "scalar"
-               for insert in inserts):
-            _store_rows(writer, inserts, destinations)  # the rows' reductions alone
+               for insert in late):
+            _store_rows(writer, late, destinations)  # the rows' reductions alone
         else:
-            _looped_pass(writer, ops[:-1], destinations, size, (), inserts)
+            _looped_pass(writer, ops[:-1], destinations, size, (), late)
         return (programs,)
     _lanes(writer, "0", size)
     _row_ops(writer, ops[:-1], destinations, None)
@@ -130,25 +132,26 @@ def _row_bounds(writer: ReductionWriter, forall: ir.Operation) -> list[int | sym
 
 
 def reduction_passes(writer: ReductionWriter, ops: list[ir.Operation], destinations: dict,
-                     size: Extent, reductions: list[ir.Operation]) -> None:
+                     size: Extent, reductions: list[ir.Operation],
+                     inserts: list[ir.Operation] = ()) -> None:
     """The chunk loops of a looped row's (or whole tensor's) reductions, in order: one
     for reductions that read none of each other (a batch norm's backward sums of the
     gradient and of its product with the centred image), as one pass over the row;
     a sum that an online softmax pairs with the max before it accumulates in that
-    max's loop."""
+    max's loop. The first loop also stores `inserts`, outputs that read none of the
+    reductions (the ReLU-masked gradient whose sums the loop takes), so that no later
+    loop reads their inputs again."""
     writer.running_maxima = online_softmax.running_maxima(reductions)
     maxima = set(writer.running_maxima.values())
-    for group in _independent_groups(ops, [r for r in reductions if r not in maxima],
-                                     alone=set(writer.running_maxima)):
-        _looped_pass(writer, ops, destinations, size, group, [])
+    for number, group in enumerate(_independent_groups(
+            ops, [r for r in reductions if r not in maxima], alone=set(writer.running_maxima))):
+        _looped_pass(writer, ops, destinations, size, group, [] if number else list(inserts))
 
 
-def _independent_groups(ops: list[ir.Operation], reductions: list[ir.Operation],
-                        alone: set[ir.Operation]) -> list[tuple[ir.Operation, ...]]:
-    """`reductions` in runs, in order, such that no op from a run's first reduction to
-    its last reads a value of the run's reductions: each run accumulates in one loop.
-    Those `alone` (a sum with its running max) keep a loop to themselves."""
-    reads_of: dict[ir.Operation, set[ir.Operation]] = {}  # the reductions an op reads
+def _reductions_read(ops: list[ir.Operation], reductions: list[ir.Operation]
+                     ) -> dict[ir.Operation, set[ir.Operation]]:
+    """For each of `ops`, the `reductions` whose values it reads, directly or not."""
+    reads_of: dict[ir.Operation, set[ir.Operation]] = {}
     producer = {result: op for op in ops for result in op.results}
     for op in ops:
         reads_of[op] = set()
@@ -156,6 +159,41 @@ def _independent_groups(ops: list[ir.Operation], reductions: list[ir.Operation],
             source = producer.get(operand)
             if source is not None:
                 reads_of[op] |= reads_of[source] | ({source} if source in reductions else set())
+    return reads_of
+
+
+def _reading_no_reduction(ops: list[ir.Operation], inserts: list[ir.Operation],
+                          reductions: list[ir.Operation]) -> list[ir.Operation]:
+    """The `inserts` of tiles that a generic computes from none of `reductions`."""
+    reads_of = _reductions_read(ops, reductions)
+    producer = {result: op for op in ops for result in op.results}
+    found = []
+    for insert in inserts:
+        source = producer.get(insert.operands[0])
+        if source is not None and source.name == "linalg.generic" and \
+                source not in reductions and not reads_of[source]:
+            found.append(insert)
+    return found
+
+
+def _needed_by(ops: list[ir.Operation], values: list[ir.Value]) -> set[ir.Operation]:
+    """The `ops` that compute `values`, directly or not."""
+    producer = {result: op for op in ops for result in op.results}
+    needed, pending = set(), list(values)
+    while pending:
+        op = producer.get(pending.pop())
+        if op is not None and op not in needed:
+            needed.add(op)
+            pending += ir.values_read_from_above(op) + list(op.operands)
+    return needed
+
+
+def _independent_groups(ops: list[ir.Operation], reductions: list[ir.Operation],
+                        alone: set[ir.Operation]) -> list[tuple[ir.Operation, ...]]:
+    """`reductions` in runs, in order, such that no op from a run's first reduction to
+    its last reads a value of the run's reductions: each run accumulates in one loop.
+    Those `alone` (a sum with its running max) keep a loop to themselves."""
+    reads_of = _reductions_read(ops, reductions)
     groups: list[list[ir.Operation]] = []
     for reduction in reductions:
         group = groups[-1] if groups else None
@@ -173,7 +211,8 @@ def _looped_pass(writer: ReductionWriter, ops: list[ir.Operation], destinations:
                  inserts: list[ir.Operation]) -> None:
     """One loop over a row in chunks of BLOCK: the ops up to the last of `reductions`,
     which it accumulates and reduces after the loop (each with its running max, if it
-    has one), or (none) all of them and the stores."""
+    has one), or (none) all of them; and the stores of `inserts`, with the ops after
+    the last reduction that they need."""
     # Loads, recomputed values and row values of an earlier chunk loop are out of scope.
     writer.loads.clear()
     writer.recomputed.clear()
@@ -184,6 +223,10 @@ def _looped_pass(writer: ReductionWriter, ops: list[ir.Operation], destinations:
     with writer.section() as loop:
         _lanes(writer, "start", size)
         _row_ops(writer, ops, destinations, reductions[-1] if reductions else None)
+        if reductions and inserts:
+            needed = _needed_by(ops, [insert.operands[0] for insert in inserts])
+            after = ops[ops.index(reductions[-1]) + 1:]
+            _row_ops(writer, [op for op in after if op in needed], destinations, None)
         _store_rows(writer, inserts, destinations)
     writer.accumulating = ()
     for accumulator, initial in writer.accumulators.values():
@@ -245,9 +288,13 @@ def _row_ops(writer: ReductionWriter, ops: list[ir.Operation], destinations: dic
 
 
 def _store_rows(writer: ReductionWriter, inserts: list[ir.Operation], destinations: dict) -> None:
+    """Store each insert's tile as the output of its loop result (the host binds the
+    buffers in that order), whichever loop stores it."""
+    shared = list(destinations)
     for insert in inserts:
         offsets = _offsets(writer, insert, first_dynamic=2)
-        store(writer, insert.operands[0], offsets, destinations[insert.operands[1]])
+        store(writer, insert.operands[0], offsets, destinations[insert.operands[1]],
+              shared.index(insert.operands[1]))
 
 
 def _offsets(writer: ReductionWriter, op: ir.Operation, first_dynamic: int) -> list[Index]:

@@ -12,9 +12,11 @@ from tessel.targets.triton.unsupported import UnsupportedKernel
 from tessel.targets.triton.writer import KernelResult, KernelWriter, rank
 
 
-def store(writer: KernelWriter, value: ir.Value, offsets: list[Index], init: ir.Value) -> None:
-    """Store `value` into a new output buffer shaped like `init` at `offsets`. The
-    kernel writes every element (pointwise: all of them; row loops: every row), so
+def store(writer: KernelWriter, value: ir.Value, offsets: list[Index], init: ir.Value,
+          number: int | None = None) -> None:
+    """Store `value` into a new output buffer shaped like `init` at `offsets`: the
+    kernel's output `number` (default: the next), whatever order the stores come in.
+    The kernel writes every element (pointwise: all of them; row loops: every row), so
     the buffer never starts from `init`'s contents."""
     extent, mask = writer.shape(value), "mask"
     if value in writer.producers and value not in writer.registers and \
@@ -36,9 +38,11 @@ def store(writer: KernelWriter, value: ir.Value, offsets: list[Index], init: ir.
             raise UnsupportedKernel("tkern.yield", "a result not computed in the kernel")
     shape = sizes.shape(init)
     # A result the host keeps narrower (host_program.narrowed_values) is stored rounded.
-    element = writer.narrowed_results.get(len(writer.results), element_name(init))
-    writer.results.append(KernelResult(shape, element))
-    pointer = f"out{len(writer.results) - 1}"
+    number = len(writer.results) if number is None else number
+    element = writer.narrowed_results.get(number, element_name(init))
+    writer.results += [None] * (number + 1 - len(writer.results))
+    writer.results[number] = KernelResult(shape, element)
+    pointer = f"out{number}"
     offset = address(strides(pointer, len(shape)), offsets, indices)
     mask = writer.access_mask(kind, mask)
     if element in HALF:
