@@ -370,8 +370,11 @@ def test_an_index_tensor_is_checked_again_only_when_it_changes(monkeypatch):
     (lambda x: x.sum(dtype=torch.int32), (torch.full((4,), I32.max, dtype=torch.int32),)),
     (lambda x: x.sum(), (torch.full((4,), I32.max, dtype=torch.int32),)),   # int64 result
     (lambda x: (x // 3, x % 3, x // -1, x % -1), (torch.tensor([I64.min, I64.max, -7, 7]),)),
+    # int8 divisions (torch-mlir's lowering crashed the compile worker): -128 // -1 wraps.
+    (lambda x: (x // 3, x % 3, torch.div(x, 3, rounding_mode="trunc"), x // -1),
+     (torch.tensor([-128, 127, -7, 7], dtype=torch.int8),)),
 ], ids=["int32_add", "int64_mul", "neg_abs", "int32_scalar", "int32_sum", "promoted_sum",
-        "constant_divisor"])
+        "constant_divisor", "int8_constant_divisor"])
 def test_integer_arithmetic_wraps_like_eager(fn, args):
     compile_and_compare(fn, *args)
     assert_compiled()

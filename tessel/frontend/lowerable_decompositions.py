@@ -841,6 +841,19 @@ def transposed_convolution_cropped(x, weight, bias, stride, padding, dilation, t
     return full
 
 
+def _int8_division_in_int32(op: torch._ops.OpOverload):
+    """`op` (an integer division or remainder) of int8 values computed in int32 and
+    narrowed back, which wraps as eager's int8 arithmetic does (-128 // -1 is -128):
+    torch-mlir's lowering of an int8 one crashes (SIGSEGV in torch-to-linalg, which
+    sent the whole graph to eager); int16 and wider lower."""
+    def divide(x, other, *args, **kwargs):
+        if torch.result_type(x, other) != torch.int8:
+            return NotImplemented
+        wide = other.to(torch.int32) if isinstance(other, torch.Tensor) else other
+        return op(x.to(torch.int32), wide, *args, **kwargs).to(torch.int8)
+    return divide
+
+
 def lowerable_decompositions() -> dict:
     """op overload -> decomposition, for the table aot_autograd applies."""
     table = get_decompositions(TORCH_DECOMPOSED)
@@ -882,6 +895,9 @@ def lowerable_decompositions() -> dict:
         aten.empty_strided.default: empty_strided,
         aten.index_reduce.default: index_reduce,
         aten.put.default: put,
+        **{op: _int8_division_in_int32(op) for op in (
+            aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default,
+            aten.floor_divide.Scalar, aten.remainder.Tensor, aten.remainder.Scalar)},
         aten.sort.default: sort,
         aten.sort.stable: sort_stable,
         aten.topk.default: topk,
