@@ -399,6 +399,17 @@ def test_integer_division_by_zero_is_eagers_error(name):
     assert tessel.stats()["graphs_split"] == 1
 
 
+def test_a_max_pool_window_whose_maximum_is_nan_points_at_its_last_nan():
+    # torch-mlir's lowering gave such a window an index outside it (-9), so a
+    # training step's gradient reached no input; eager's is the window's last NaN.
+    x = torch.randn(2, 3, 13, 11)
+    x[0, 0, 3, 4] = x[1, 2, 5, 5] = x[1, 2, 5, 6] = float("nan")
+    values, indices = compile_and_compare(
+        lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), x)
+    assert indices[1, 2, 2, 3] == 5 * 11 + 6  # of its NaNs at (5, 5) and (5, 6)
+    assert_compiled()
+
+
 def test_int_min_floor_divided_by_minus_one_matches_eager():
     x, y = torch.tensor([I64.min, 7, -7]), torch.tensor([-1, -2, 2])
     with pytest.warns(UserWarning, match="aten.floor_divide.default runs eagerly"):

@@ -191,6 +191,28 @@ def test_a_backward_graph_whose_compiler_raises_runs_eagerly(monkeypatch):
     assert any("injected compiler failure" in r for r in counters["fallback_reasons"]), counters
 
 
+def test_a_max_pool_saves_int8_offsets_for_its_backward(tmp_path, monkeypatch):
+    """A max pool's backward reads its argmax: saved as int64 indices it is 8 bytes an
+    output point, which the gradient's gather reads at each of its taps. As Inductor's
+    low-memory pooling, the forward saves each point's int8 offset in its window and the
+    backward computes the indices again; the gradients are eager's."""
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.MaxPool2d(3, 2, 1), torch.nn.Conv2d(8, 4, 1))
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 3, 13, 11)
+    compiled = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path / "dump")})
+    compiled(x).square().sum().backward()
+    reference(x).square().sum().backward()
+    for actual, expected in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(actual.grad, expected.grad, rtol=1e-4, atol=1e-5)
+    assert_compiled()
+    (backward,) = (tmp_path / "dump").glob("*_backward/00_fx_graph.py")
+    signature = backward.read_text().splitlines()[1]
+    assert '"i8[2, 8, 7, 6]"' in signature and "i64" not in signature, signature
+
+
 def test_the_backward_of_a_pad_crops_with_negative_amounts(device):
     """F.pad's backward pads its gradient by negative amounts (a crop): forward and
     backward compile, and the gradient is eager's."""

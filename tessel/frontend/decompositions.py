@@ -310,6 +310,11 @@ def before_autograd_table() -> dict:
       recomputes the rest from the logits, in their own dtype, that it holds anyway;
     - nll_loss's backward, whose decomposition reads the log-probabilities for their
       shape alone (`nll_loss_backward_as_select`): whole, it made the partitioner save them;
+    - max pooling, as Inductor's low-memory pooling: whole, its int64 indices are what
+      the backward reads (resnet50's stem: 51 MB written a step and read at each of the
+      gradient's taps); decomposed (`max_pool2d_with_offsets`), the partitioner saves
+      int8 offsets in the window and the backward computes the indices from them. Its
+      backward too, which reads the pooled image for its shape alone;
     - detach, an alias: the partitioner takes a value that the backward reads through a
       detach (an op's output that autograd saved) as one to materialize, never to
       recompute, as it would log_softmax's.
@@ -327,8 +332,10 @@ def before_autograd_table() -> dict:
 
     loss_ops = (aten._log_softmax.default, aten._log_softmax_backward_data.default,
                 aten.nll_loss_backward.default, aten.detach.default)
+    pool_ops = (aten.max_pool2d_with_indices.default,
+                aten.max_pool2d_with_indices_backward.default)
     return {forward: flash_attention_for_cpu_if_differentiated, backward: table[backward],
-            **{op: table[op] for op in loss_ops}}
+            **{op: table[op] for op in (*loss_ops, *pool_ops)}}
 
 
 @functools.cache

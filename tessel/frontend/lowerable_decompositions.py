@@ -501,6 +501,8 @@ def equal_to_itself(a, b):
 
 def _pair(values, default=None):
     """An int[2] argument of a pooling op, which may be given as one int for both."""
+    if isinstance(values, int):
+        return values, values
     if not values:
         return default
     return tuple(values) if len(values) == 2 else (values[0],) * 2
@@ -570,6 +572,67 @@ def _windows_holding(size, out_size, kernel, stride, padding, dilation, device):
         valid = (window >= 0) & (window <= last) & (window < out_size)
         candidates.append((window.clamp(0, out_size - 1), valid))
     return candidates
+
+
+def max_pool2d_with_offsets(x, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode=False):
+    """max_pool2d_with_indices whose indices go through int8 offsets in the window, as
+    Inductor's low-memory pooling keeps them: torch-mlir's lowering computes the
+    values and indices, element-wise ops their offsets, and others the indices again
+    from those. In a training graph the partitioner then saves the offsets for the
+    backward (1 byte an output point, not 8) and computes the indices there, where the
+    gradient's gather reads them at each of its taps.
+
+    A window whose maximum is NaN gets eager's index, its last NaN's: torch-mlir's
+    lowering finds no tap equal to NaN and gives an index outside the window (-9 for a
+    3 x 3 window at stride 2), so the gradient reached no input. A window of more than
+    127 taps keeps the op."""
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding)
+    dh, dw = _pair(dilation, (1, 1))
+    if kh * kw > torch.iinfo(torch.int8).max or x.dim() not in (3, 4) or _inside_rewrite():
+        return NotImplemented
+    with _torch_mlir_lowering():
+        values, indices = aten.max_pool2d_with_indices.default(
+            x, kernel_size, stride, padding, dilation, ceil_mode)
+    height, width = x.shape[-2:]
+    out_h, out_w = values.shape[-2:]
+    first_row = (torch.arange(out_h, device=x.device) * sh - ph).unsqueeze(-1)
+    first_column = torch.arange(out_w, device=x.device) * sw - pw
+    row = torch.div(indices, width, rounding_mode="trunc")
+    offsets = (torch.div(row - first_row, dh, rounding_mode="trunc") * kw
+               + torch.div(indices - row * width - first_column, dw,
+                           rounding_mode="trunc")).to(torch.int8)
+    if x.is_floating_point():
+        offsets = torch.where(torch.isnan(values),
+                              _last_nan_tap(x, first_row, first_column, kh, kw, dh, dw),
+                              offsets)
+    wide = offsets.to(torch.int64)
+    window_row = torch.div(wide, kw, rounding_mode="trunc")
+    recomputed = ((first_row + window_row * dh) * width
+                  + first_column + (wide - window_row * kw) * dw)
+    return values, recomputed
+
+
+def _last_nan_tap(x, first_row, first_column, kh, kw, dh, dw):
+    """Each window's offset of its last NaN tap (0 where none is), from its taps
+    gathered one by one: each is read once, so the chain is one kernel."""
+    height, width = x.shape[-2:]
+    batch = [None] * (x.dim() - 2)
+    found = None
+    for i in range(kh):
+        row = first_row + i * dh
+        row_valid = (row >= 0) & (row < height)
+        for j in range(kw):
+            column = first_column + j * dw
+            valid = row_valid & (column >= 0) & (column < width)
+            tap = aten.index.Tensor(x, [*batch, row.clamp(0, height - 1),
+                                        column.clamp(0, width - 1)])
+            here = torch.isnan(tap) & valid
+            found = (torch.where(here, i * kw + j, 0) if found is None
+                     else torch.where(here, i * kw + j, found)).to(torch.int8)
+    return found
 
 
 def max_pool2d_with_indices_backward(grad_output, x, kernel_size, stride, padding,
@@ -895,6 +958,7 @@ def lowerable_decompositions() -> dict:
         aten.empty_strided.default: empty_strided,
         aten.index_reduce.default: index_reduce,
         aten.put.default: put,
+        aten.max_pool2d_with_indices.default: max_pool2d_with_offsets,
         **{op: _int8_division_in_int32(op) for op in (
             aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default,
             aten.floor_divide.Scalar, aten.remainder.Tensor, aten.remainder.Scalar)},

@@ -383,11 +383,15 @@ def _row_shorter_than_tile(node: _Node, tiled_dims: list[int], root: _Node,
 
 def _slides_a_window(node: _Node) -> bool:
     """Pooling proper: a small window whose input index adds a window dim to an output
-    dim (`2 * d2 + d4`), where a row reduction reads its row through plain dims."""
+    dim (`2 * d2 + d4`), or that its body gathers (torch-mlir's max pooling indices
+    extract the padded image at such sums), where a row reduction reads its row through
+    plain dims."""
+    if not _is_pooling_window(node):
+        return False
     inputs = len(node.op.operands) - len(node.op.results)
-    return _is_pooling_window(node) and any(
-        isinstance(result, ir.AffineAddExpr) for affine_map in node.maps[:inputs]
-        for result in affine_map.results)
+    return any(isinstance(result, ir.AffineAddExpr) for affine_map in node.maps[:inputs]
+               for result in affine_map.results) or any(
+        op.operation.name == "tensor.extract" for op in node.op.regions[0].blocks[0].operations)
 
 
 def _reads_transposed(consumer: ir.Operation, operand: int) -> bool:
