@@ -160,7 +160,8 @@ def gpu_pipeline(templates: bool, atomic_add_types: tuple[str, ...] = ATOMIC_ADD
                   # again in each reader's kernel instead of loaded.
                   # After elementwise fusion, whose folding of reshapes into their
                   # readers would expand collapsed producers again.
-                  fused="recompute-index-values,func.func(linalg-fuse-elementwise-ops),"
+                  fused="inline-gathered-producers,recompute-index-values,"
+                        "func.func(linalg-fuse-elementwise-ops),"
                         "collapse-elementwise-producers,",
                   # A norm of one token's row is a row kernel too.
                   unit_dims_folded="whole-reductions-as-rows,") +
