@@ -156,8 +156,11 @@ def gpu_pipeline(templates: bool, atomic_add_types: tuple[str, ...] = ATOMIC_ADD
                   # producers of several readers are fused into each of them.
                   producers="concat-as-gather,inline-gathered-producers,"
                             "duplicate-cheap-producers,",
-                  # Values computed from indices alone, once fused, are computed
-                  # again in each reader's kernel instead of loaded.
+                  # Gathers inline their producers again once fused: a chain of
+                  # generics can read fewer tensors as one (max pooling's indices,
+                  # computed again from its int8 offsets). Values computed from
+                  # indices alone, once fused, are computed again in each reader's
+                  # kernel instead of loaded.
                   # After elementwise fusion, whose folding of reshapes into their
                   # readers would expand collapsed producers again.
                   fused="inline-gathered-producers,recompute-index-values,"

@@ -77,8 +77,9 @@ def row_kernel(writer: ReductionWriter, forall: ir.Operation,
     programs = _program_rows(writer, row_indices, bounds)
     if not isinstance(size, int) or size > writer.block:
         # A looped row: a pass over the row per run of reductions that read none of
-        # each other, each recomputing what feeds it chunk by chunk, then a pass that
-        # computes and stores the outputs.
+        # each other, each recomputing what feeds it chunk by chunk (the first storing
+        # the outputs that read no reduction), then a pass that computes and stores
+        # the other outputs.
         early = _reading_no_reduction(ops[:-1], inserts, row_reductions(tiles))
         reduction_passes(writer, ops[:-1], destinations, size, row_reductions(tiles), early)
         late = [insert for insert in inserts if insert not in early]
@@ -148,11 +149,15 @@ def reduction_passes(writer: ReductionWriter, ops: list[ir.Operation], destinati
         _looped_pass(writer, ops, destinations, size, group, [] if number else list(inserts))
 
 
+def _producers(ops: list[ir.Operation]) -> dict[ir.Value, ir.Operation]:
+    return {result: op for op in ops for result in op.results}
+
+
 def _reductions_read(ops: list[ir.Operation], reductions: list[ir.Operation]
                      ) -> dict[ir.Operation, set[ir.Operation]]:
     """For each of `ops`, the `reductions` whose values it reads, directly or not."""
     reads_of: dict[ir.Operation, set[ir.Operation]] = {}
-    producer = {result: op for op in ops for result in op.results}
+    producer = _producers(ops)
     for op in ops:
         reads_of[op] = set()
         for operand in ir.values_read_from_above(op) + list(op.operands):
@@ -166,7 +171,7 @@ def _reading_no_reduction(ops: list[ir.Operation], inserts: list[ir.Operation],
                           reductions: list[ir.Operation]) -> list[ir.Operation]:
     """The `inserts` of tiles that a generic computes from none of `reductions`."""
     reads_of = _reductions_read(ops, reductions)
-    producer = {result: op for op in ops for result in op.results}
+    producer = _producers(ops)
     found = []
     for insert in inserts:
         source = producer.get(insert.operands[0])
@@ -178,7 +183,7 @@ def _reading_no_reduction(ops: list[ir.Operation], inserts: list[ir.Operation],
 
 def _needed_by(ops: list[ir.Operation], values: list[ir.Value]) -> set[ir.Operation]:
     """The `ops` that compute `values`, directly or not."""
-    producer = {result: op for op in ops for result in op.results}
+    producer = _producers(ops)
     needed, pending = set(), list(values)
     while pending:
         op = producer.get(pending.pop())
