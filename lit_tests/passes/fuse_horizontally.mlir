@@ -255,3 +255,34 @@ func.func @view_between(%a: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<4x8xf
   }) {sym_name = "k1", tessel.gpu = #pointwise} : () -> tensor<32xf32>
   return %heads, %b2 : tensor<4x8xf32>, tensor<32xf32>
 }
+
+// -----
+
+#combine = {block = array<i64: 32>, kind = "pointwise", num_warps = 1 : i64}
+#pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+
+// A combine of partial sums (blocks of 32 points) and an element-wise kernel (1024)
+// launch as one combo: each member keeps its own block.
+// CHECK-LABEL: func.func @members_of_two_block_sizes
+// CHECK:         }) {sym_name = "k0", tessel.combo = "members_of_two_block_sizes_combo_0", tessel.gpu = {block = array<i64: 32>
+// CHECK:         }) {sym_name = "k1", tessel.combo = "members_of_two_block_sizes_combo_0", tessel.gpu = {block = array<i64: 1024>
+func.func @members_of_two_block_sizes(%p: tensor<64x8xf32>, %init: tensor<64xf32>, %b: tensor<32xf32>) -> (tensor<64xf32>, tensor<32xf32>) {
+  %s = "tkern.kernel"() ({
+    %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%p : tensor<64x8xf32>) outs(%init : tensor<64xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %d = arith.addf %in, %acc : f32
+      linalg.yield %d : f32
+    } -> tensor<64xf32>
+    "tkern.yield"(%g) : (tensor<64xf32>) -> ()
+  }) {sym_name = "k0", tessel.gpu = #combine} : () -> tensor<64xf32>
+  %b2 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %d = arith.addf %in, %in : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "k1", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  return %s, %b2 : tensor<64xf32>, tensor<32xf32>
+}

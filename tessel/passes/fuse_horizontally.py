@@ -67,8 +67,8 @@ class FuseHorizontallyPass(ModulePass):
     A compiled optimizer step (torch.optim's foreach Adam or SGD) is the same few
     updates for every parameter, each a small pointwise kernel of its own: launched one
     by one, a step over N parameters costs N launches and their host time. This pass
-    groups consecutive pointwise kernels (choose-gpu-blocks' kind "pointwise", one
-    block size and warp count) of static shapes, none of which reads another's result
+    groups consecutive pointwise kernels (choose-gpu-blocks' kind "pointwise", each
+    keeping its block size) of static shapes, none of which reads another's result
     (directly or through ops between them): each kernel of a group is moved down to
     the last one, and all are marked with `tessel.combo`, the combo kernel's name. The
     Triton target launches a combo once, each program running one block of one member.
@@ -111,7 +111,7 @@ class FuseHorizontallyPass(ModulePass):
         members: list[ir.Operation] = []
         views: list[ir.Operation] = []
         produced: set = set()  # the members' results, and reshapes of them
-        arguments, decision = 0, None
+        arguments = 0
 
         def close():
             nonlocal arguments
@@ -135,13 +135,11 @@ class FuseHorizontallyPass(ModulePass):
             size = _launch_arguments(op, self.max_points)
             if size is None:
                 continue
-            key = str(op.attributes["tessel.gpu"])
-            if members and (key != decision or arguments + size > self.max_arguments):
+            if members and arguments + size > self.max_arguments:
                 close()
             members.append(op)
             produced.update(op.results)
             arguments += size
-            decision = key
         close()
         return groups
 

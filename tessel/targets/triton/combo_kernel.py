@@ -16,8 +16,10 @@ from tessel.targets.triton.writer import declared
 
 
 def combo_kernel(name: str, members: list[KernelSource]) -> KernelSource:
-    """The combo kernel `name` of `members` (one block size and warp count, static
-    one-dimensional grids, in launch order)."""
+    """The combo kernel `name` of `members` (static one-dimensional grids, in launch
+    order). Each member runs its own block (a split reduction's combine has fewer points
+    to a program than an element-wise kernel, choose-gpu-blocks); the combo launches with
+    the most warps of any, over which a smaller block's lanes repeat."""
     parameters, calls, start = [], [], 0
     for index, member in enumerate(members):
         (programs,) = member.grid
@@ -25,7 +27,7 @@ def combo_kernel(name: str, members: list[KernelSource]) -> KernelSource:
         parameters += own
         program = f"program - {start}" if start else "program"
         calls += [f"    {'elif' if index else 'if'} program < {start + programs}:",
-                  f"        {member.function}({', '.join([program, *own, 'BLOCK'])})"]
+                  f"        {member.function}({', '.join([program, *own, str(member.block)])})"]
         start += programs
     # The tensors first, as launches pass them (alone); the constant strides after.
     parameters = [p for p in parameters if "_stride" not in p] + \
@@ -33,8 +35,8 @@ def combo_kernel(name: str, members: list[KernelSource]) -> KernelSource:
     signature = [*declared(parameters, static=True), "BLOCK: tl.constexpr"]
     lines = ["@triton.jit", f"def {name}({', '.join(signature)}):",
              "    program = tl.program_id(0)", *calls]
-    first = members[0]
     return KernelSource(name, "\n".join(lines) + "\n",
                         [value for member in members for value in member.inputs],
                         [result for member in members for result in member.results],
-                        (start,), first.block, first.num_warps, parameters=parameters)
+                        (start,), max(member.block for member in members),
+                        max(member.num_warps for member in members), parameters=parameters)
