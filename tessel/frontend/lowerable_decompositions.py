@@ -596,7 +596,7 @@ def max_pool2d_with_offsets(x, kernel_size, stride=(), padding=0, dilation=1,
     with _torch_mlir_lowering():
         values, indices = aten.max_pool2d_with_indices.default(
             x, kernel_size, stride, padding, dilation, ceil_mode)
-    height, width = x.shape[-2:]
+    width = x.shape[-1]
     out_h, out_w = values.shape[-2:]
     first_row = (torch.arange(out_h, device=x.device) * sh - ph).unsqueeze(-1)
     first_column = torch.arange(out_w, device=x.device) * sw - pw

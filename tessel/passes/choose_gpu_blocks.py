@@ -9,6 +9,7 @@ from tessel import ir
 from tessel.passes.form_kernels import is_kernel, kernel_body
 from tessel.passes.fuse_tiles import pooling_window
 from tessel.passes.registry import ModulePass, register
+from tessel.passes.split_reductions import MULTIPROCESSORS
 from tessel.passes.tile_for_threads import loop_ranges
 
 ATTRIBUTE = "tessel.gpu"
@@ -53,7 +54,7 @@ class ChooseGpuBlocksPass(ModulePass):
     looped_block: int = 4096
     dynamic_row_block: int = 1024
     pointwise_block: int = 1024
-    multiprocessors: int = 132  # the H100's SMs
+    multiprocessors: int = MULTIPROCESSORS
     template_tile: str = ""
 
     def __post_init__(self):
@@ -103,8 +104,8 @@ class ChooseGpuBlocksPass(ModulePass):
 def _reduces_at_each_point(kernel: ir.Operation) -> bool:
     """Whether a pointwise kernel reduces values at each of its points (a split
     reduction's combine of its partials, unrolled per point)."""
-    return bool(ir.ops_where(kernel, lambda op: op.name == "linalg.generic" and any(
-        "reduction" in str(kind) for kind in ir.ArrayAttr(op.attributes["iterator_types"]))))
+    return bool(ir.ops_where(kernel, lambda op: op.name == "linalg.generic"
+                             and "reduction" in str(op.attributes["iterator_types"])))
 
 
 def _filling_the_gpu(points: int, block: int, multiprocessors: int) -> int:

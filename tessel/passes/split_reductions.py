@@ -35,6 +35,8 @@ _THREADS_PER_PROGRAM = 256
 _THREADS_PER_SM = 2048
 _FEWEST_PER_THREAD = 32
 _MOST_PER_THREAD = 512
+# The GPU the passes size programs for, unless told: the H100's SMs.
+MULTIPROCESSORS = 132
 
 
 def fits_one_program(reduced: int) -> bool:
@@ -196,7 +198,7 @@ class SplitReductionsPass(ModulePass):
     """
 
     name: ClassVar[str] = "split-reductions"
-    multiprocessors: int = 132  # the H100's SMs
+    multiprocessors: int = MULTIPROCESSORS
 
     def run(self, module: ir.Operation) -> None:
         reductions = ir.ops_where(module, lambda op: op.name == "linalg.generic"
