@@ -469,6 +469,35 @@ def test_a_training_step_through_efficient_attention_stays_compiled():
     assert counters["native_ops"] and counters["fallback_reasons"] == [], counters
 
 
+def test_a_backward_reading_efficient_attention_s_cpu_seed_replays_in_the_tree(runners):
+    """Without dropout, the memory-efficient attention's seed and offset are CPU
+    scalars even in a capture, and the backward takes them from the forward: the
+    backward is recorded in the step's tree all the same (it launched its kernels one
+    by one: hf_swin's step was bound by its host), and its gradients are eager's."""
+    from torch._inductor import cudagraph_trees
+    q, k, v = (torch.randn(2, 4, 128, 32, device="cuda", requires_grad=True) for _ in range(3))
+    mask = torch.randn(2, 1, 128, 128, device="cuda")
+
+    def attention(q, k, v):
+        return (torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                * 2).sin()
+    compiled = torch.compile(attention, backend="mlir", mode="reduce-overhead")
+    for _ in range(4):
+        for t in (q, k, v):
+            t.grad = None
+        compiled(q, k, v).sum().backward()
+    grads = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    attention(q, k, v).sum().backward()
+    for got, t in zip(grads, (q, k, v)):
+        torch.testing.assert_close(got, t.grad, atol=1e-4, rtol=1e-4)
+    manager = cudagraph_trees.get_container(torch.cuda.current_device()).tree_manager
+    assert any(manager.id_to_mode[node.wrapped_function.id]
+               == cudagraph_trees.CompilationMode.BACKWARD for node in recorded_in_trees())
+    assert runners == []
+
+
 def test_a_gather_s_backward_adds_its_elements_atomically(tmp_path):
     """DeBERTa's relative attention gathers scores along the row; its backward adds one
     update per element, in bf16: one scatter kernel of bf16 atomics (which Triton's

@@ -1091,6 +1091,7 @@ def test_reduce_overhead_replays_a_split_inference_graph_whole(monkeypatch):
     ("forward", (3,), False, "trees"),       # a training step's: BatchNorm's statistics
     ("inference", (0,), False, "capture"),   # an optimizer step, a static cache's write
     ("inference", (), True, "capture"),      # hf_deberta_v2's split died in the trees
+    ("forward", (), True, "capture"),        # and its training step's forward did too
 ])
 def test_reduce_overhead_replays_each_graph_where_it_is_safe(monkeypatch, role, mutated,
                                                              cpu_pieces, replayed_by):

@@ -338,17 +338,18 @@ class TritonTarget(Target):
                  runs_cpu_pieces: bool = False) -> Callable:
         """`run` replayed in PyTorch's CUDA graph trees, as Inductor's graphs are: a
         training step's forward and backward share the activations there, and every
-        graph's outputs stay in the trees' memory pool until a later replay; a graph
-        that writes its inputs in a capture of its own (cuda_graphs.py), which copies
-        them back. So is a split graph with pieces compiled for the CPU (a constant
-        computed on the host): under torch 2.11, hf_deberta_v2's process died of SIGSEGV
-        in such a piece's compiled code during the trees' warm-up call. Also on the
-        inputs' device, where the current one is another."""
+        graph's outputs stay in the trees' memory pool until a later replay; an
+        inference graph that writes its inputs in a capture of its own (cuda_graphs.py),
+        which copies them back. So is a split graph with pieces compiled for the CPU (a
+        constant computed on the host), a training step's too: under torch 2.11,
+        hf_deberta_v2's process died of SIGSEGV in such a piece's compiled code during
+        the trees' warm-up call, in inference and in training. Also on the inputs'
+        device, where the current one is another."""
         # As torch.compile's modes are documented: max-autotune also uses CUDA graphs.
         if not options.replays():
             return on_device_of_inputs(run)
-        if role in ("forward", "backward") or not (mutated_inputs or runs_cpu_pieces):
-            return on_device_of_inputs(replayed_in_tree(
-                run, graph_name, static_inputs, mutated_inputs, role, output_stack_traces))
-        return on_device_of_inputs(
-            CudaGraphRunner(run, graph_name, static_inputs, frozenset(mutated_inputs)))
+        if runs_cpu_pieces or (mutated_inputs and role == "inference"):
+            return on_device_of_inputs(
+                CudaGraphRunner(run, graph_name, static_inputs, frozenset(mutated_inputs)))
+        return on_device_of_inputs(replayed_in_tree(
+            run, graph_name, static_inputs, mutated_inputs, role, output_stack_traces))
