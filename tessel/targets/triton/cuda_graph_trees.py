@@ -67,12 +67,14 @@ def replayed_in_tree(host: Callable, graph_name: str, static_inputs: frozenset[i
             _running_in_tree -= 1
 
     def first_call(args: tuple, stack_traces: list[str | None]) -> Callable:
-        # A fused attention's random-number seed and offset are CPU scalars outside a
-        # capture: the backward's first call, the trees' warm-up, takes them so from
-        # the forward's; a recorded forward returns them on the device, and the trees
-        # copy a CPU input as it is. Launched one by one instead, hf_swin's backward
-        # made its training step host-bound (31 ms a step against 9.6 ms of GPU time).
-        if not on_cuda_only(args, graph_name, cpu_scalars=True):
+        # A fused attention's random-number seed and offset are int64 CPU scalars
+        # (without dropout even in a capture), which the forward saves: the trees copy
+        # such an input as it is, and the attention's backward reads them only with
+        # dropout, when a recorded forward returns them on the device. Launched one by
+        # one instead, hf_swin's backward made its training step host-bound (31 ms a
+        # step against 9.6 ms of GPU time). Other CPU inputs are values the host
+        # program reads or moves to the GPU, which a replay would not do again.
+        if not on_cuda_only(args, graph_name, random_states=role == "backward"):
             return lambda inputs: host(*inputs)
         read_in_place = static_inputs | {i for i, a in enumerate(args)
                                          if isinstance(a, torch.nn.Parameter)}

@@ -38,12 +38,15 @@ log = logging.getLogger("tessel")
 PLAIN_LAUNCHES_SHARE = 0.8
 
 
-def on_cuda_only(args: tuple, graph_name: str, cpu_scalars: bool = False) -> bool:
+def on_cuda_only(args: tuple, graph_name: str, random_states: bool = False) -> bool:
     """Whether graph `graph_name`'s tensor arguments are all CUDA tensors, as a CUDA
-    graph needs (with `cpu_scalars`, but for CPU tensors of no dims beside at least one
-    CUDA tensor); else one log line says it launches kernels one by one."""
+    graph needs (with `random_states`, but for int64 CPU tensors of no dims beside at
+    least one CUDA tensor: a fused attention's seed and offset, which a backward passes
+    to the attention's backward as they are); else one log line says it launches
+    kernels one by one."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)
-               and not (cpu_scalars and a.device.type == "cpu" and a.dim() == 0)]
+               and not (random_states and a.device.type == "cpu" and a.dim() == 0
+                        and a.dtype == torch.int64)]
     if tensors and all(t.device.type == "cuda" for t in tensors):
         return True
     log.info("tessel: graph %s: reduce-overhead launches kernels one by one: its inputs "
