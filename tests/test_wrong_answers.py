@@ -232,3 +232,17 @@ def test_a_classifier_of_a_norm_s_first_token_matches_eager(target):
     with torch.no_grad():
         torch.testing.assert_close(compiled(x, residual), fn(x, residual))
     assert_compiled()
+
+
+@TARGETS
+def test_an_accumulating_index_put_after_whole_dims_wraps_negative_indices(target):
+    """index_put(x, [None, None, i], v, accumulate=True) with negative and repeated
+    indices, as a gather's gradient makes it: the CPU target added to the wrong
+    elements (torch-mlir's index_put wraps no negative index) and corrupted the heap."""
+    def scatter_add(x, index, values):
+        return torch.ops.aten.index_put(x, [None, None, index], values, True)
+    x, index = torch.zeros(3, 5, 7), torch.tensor([-7, -1, 0, 3, 3, 6, -2, 6])
+    values = torch.randn(3, 5, 8)
+    compiled = torch.compile(scatter_add, backend="mlir", options={"target": target})
+    torch.testing.assert_close(compiled(x, index, values), scatter_add(x, index, values))
+    assert_compiled()

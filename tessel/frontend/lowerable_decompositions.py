@@ -393,6 +393,41 @@ def put(x, index, source, accumulate=False):
     return flat.view(x.shape)
 
 
+def index_put_at_flat_positions(x, indices, values, accumulate=False):
+    """An accumulating index_put whose index tensors index adjacent dims after whole
+    ones (`None`), and that reads more values than `x` holds (a gather's gradient), as
+    one index of flat positions over those dims moved first: each position adds a
+    slice of the whole dims. torch-mlir's index_put writes an int64 index for every dim
+    at every value, an iota for each whole dim: the gradient of SegFormer's bilinear
+    upsample (four such index_puts of [8, 150, 512, 512] values each, N and C whole)
+    wrote 2.5 GB an index, 52 GB at its peak on an H200, and four scatters read them
+    back. Here the index is the size of the broadcast index tensors ([512, 512])."""
+    count = len(indices)
+    indexed = [dim for dim, index in enumerate(indices) if index is not None]
+    if not accumulate or not indexed or indexed[0] == 0 or \
+            indexed != list(range(indexed[0], indexed[-1] + 1)) or \
+            any(indices[dim].dtype in (torch.bool, torch.uint8) for dim in indexed) or \
+            values.numel() <= x.numel() or not x.is_contiguous():
+        return NotImplemented
+    first, last = indexed[0], indexed[-1]
+    broadcast = torch.broadcast_shapes(*(indices[dim].shape for dim in indexed))
+    positions = torch.zeros((), dtype=torch.int64, device=x.device)
+    for dim in indexed:
+        size = x.shape[dim]
+        index = indices[dim].to(torch.int64)
+        positions = positions * size + torch.where(index < 0, index + size, index)
+    moved = list(range(first, last + 1))
+    front = list(range(len(moved)))
+    rest = [n for dim, n in enumerate(x.shape) if dim not in moved]
+    spread = x.shape[:first] + tuple(broadcast) + x.shape[count:]
+    values_moved = list(range(first, first + len(broadcast)))
+    flat_values = values.expand(spread).movedim(values_moved, list(range(len(broadcast))))
+    flat_x = x.movedim(moved, front).reshape(-1, *rest)
+    flat = aten.index_put(flat_x, [positions.expand(broadcast).reshape(-1)],
+                          flat_values.reshape(-1, *rest), True)
+    return flat.view(*(x.shape[dim] for dim in moved), *rest).movedim(front, moved).contiguous()
+
+
 # The pairwise rewrites below (cummax/cummin, logcumsumexp) compare every element with
 # every other along a dimension: exact, but quadratic, so only up to this many pairs.
 MAX_PAIRWISE_ELEMENTS = 1 << 22
@@ -958,6 +993,8 @@ def lowerable_decompositions() -> dict:
         aten.empty_strided.default: empty_strided,
         aten.index_reduce.default: index_reduce,
         aten.put.default: put,
+        aten.index_put.default: index_put_at_flat_positions,
+        aten._unsafe_index_put.default: index_put_at_flat_positions,
         aten.max_pool2d_with_indices.default: max_pool2d_with_offsets,
         **{op: _int8_division_in_int32(op) for op in (
             aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default,

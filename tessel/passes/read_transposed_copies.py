@@ -68,9 +68,15 @@ class ReadTransposedCopiesPass(ModulePass):
         init = ir.operation_of(transpose.operands[1].owner)
         if init is None or init.name != "tensor.empty" or len(init.operands):
             return
-        # The readers may come before the transpose: it moves up to its source.
+        # The readers may come before the transpose: it moves up to its source, with
+        # its init, or a copy of the init that other ops' inits share (canonicalize
+        # made the empties of one type one op, which another transpose may read first).
         producer = ir.operation_of(source.owner)
         transpose.move_after(producer)
+        if sum(1 for _ in init.results[0].uses) > 1:
+            with ir.InsertionPoint(transpose):
+                init = init.clone()
+            transpose.operands[1] = init.results[0]
         init.move_after(producer)
         permutation = _permutation(transpose)
         copy = transpose.results[0]
