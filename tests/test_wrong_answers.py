@@ -234,15 +234,29 @@ def test_a_classifier_of_a_norm_s_first_token_matches_eager(target):
     assert_compiled()
 
 
+INDEX_PUTS = {  # indices before `index`, accumulate, updates' shape
+    "accumulate_after_whole_dims": ((None, None), True, (3, 5, 8)),
+    "accumulate_leading": ((), True, (8, 5, 7)),
+    "set_after_whole_dims": ((None, None), False, (3, 5, 8)),
+    "set_leading": ((), False, (8, 5, 7)),
+}
+
+
 @TARGETS
-def test_an_accumulating_index_put_after_whole_dims_wraps_negative_indices(target):
-    """index_put(x, [None, None, i], v, accumulate=True) with negative and repeated
-    indices, as a gather's gradient makes it: the CPU target added to the wrong
-    elements (torch-mlir's index_put wraps no negative index) and corrupted the heap."""
-    def scatter_add(x, index, values):
-        return torch.ops.aten.index_put(x, [None, None, index], values, True)
-    x, index = torch.zeros(3, 5, 7), torch.tensor([-7, -1, 0, 3, 3, 6, -2, 6])
-    values = torch.randn(3, 5, 8)
-    compiled = torch.compile(scatter_add, backend="mlir", options={"target": target})
-    torch.testing.assert_close(compiled(x, index, values), scatter_add(x, index, values))
+@pytest.mark.parametrize("name", INDEX_PUTS)
+@pytest.mark.parametrize("op", ["index_put", "_unsafe_index_put"])
+def test_index_put_counts_negative_indices_from_the_end(target, name, op):
+    """index_put with negative (and, accumulating, repeated) indices, as `x[i] = v`,
+    `x[:, :, i] += v` and a gather's gradient make it: the CPU target stored before
+    the tensor (torch-mlir's scatter loops take an index as it is) and the process
+    died freeing the heap it corrupted."""
+    whole, accumulate, shape = INDEX_PUTS[name]
+    index = torch.tensor([-7, -1, 0, 3, 3, 6, -2, 6] if accumulate else [-7, -1, 1, 2, 3, -3])
+    values = torch.randn(shape if accumulate else [n if n != 8 else 6 for n in shape])
+
+    def index_put(x, index, values):
+        return getattr(torch.ops.aten, op)(x, [*whole, index], values, accumulate)
+    x = torch.zeros(3, 5, 7) if whole else torch.zeros(7, 5, 7)
+    compiled = torch.compile(index_put, backend="mlir", options={"target": target})
+    torch.testing.assert_close(compiled(x, index, values), index_put(x, index, values))
     assert_compiled()

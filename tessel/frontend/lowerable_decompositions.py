@@ -428,6 +428,15 @@ def index_put_at_flat_positions(x, indices, values, accumulate=False):
     return flat.view(*(x.shape[dim] for dim in moved), *rest).movedim(front, moved).contiguous()
 
 
+def unsafe_index_put(x, indices, values, accumulate=False):
+    """_unsafe_index_put as index_put (PyTorch's decomposition), at flat positions
+    where `index_put_at_flat_positions` takes it."""
+    at_flat_positions = index_put_at_flat_positions(x, indices, values, accumulate)
+    if at_flat_positions is NotImplemented:
+        return aten.index_put(x, indices, values, accumulate)
+    return at_flat_positions
+
+
 # The pairwise rewrites below (cummax/cummin, logcumsumexp) compare every element with
 # every other along a dimension: exact, but quadratic, so only up to this many pairs.
 MAX_PAIRWISE_ELEMENTS = 1 << 22
@@ -994,7 +1003,7 @@ def lowerable_decompositions() -> dict:
         aten.index_reduce.default: index_reduce,
         aten.put.default: put,
         aten.index_put.default: index_put_at_flat_positions,
-        aten._unsafe_index_put.default: index_put_at_flat_positions,
+        aten._unsafe_index_put.default: unsafe_index_put,
         aten.max_pool2d_with_indices.default: max_pool2d_with_offsets,
         **{op: _int8_division_in_int32(op) for op in (
             aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default,

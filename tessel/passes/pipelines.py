@@ -34,7 +34,7 @@ register_pipeline(
     "cpu-fuse",
     "builtin.module(check-contract{target=cpu},"
     # A tied embedding's rows scatter onto the LM head's gradient, not into zeros.
-    "scatter-onto-addends,"
+    "scatter-onto-addends,wrap-scatter-indices,"
     # Depthwise convolutions on a transformer's rows run channels-last, on the rows.
     "depthwise-channels-last{min-pixels=197},"
     # f32 convolutions stay named: PyTorch's oneDNN kernels run them (library-calls),

@@ -76,6 +76,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.truncate_through_f32",
     "tessel.passes.vector_products_as_reductions",
     "tessel.passes.whole_reductions_as_rows",
+    "tessel.passes.wrap_scatter_indices",
     "tessel.passes.write_inputs_in_place",
 )
 
