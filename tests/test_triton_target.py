@@ -900,6 +900,34 @@ def test_a_bilinear_upsample_s_gradient_scatters_without_an_index_per_point(tmp_
     assert not re.search(r"empty_strided\(\(2, 6, 32, 24,\), [^)]*\), torch\.int64", host), host
 
 
+def test_a_backward_that_runs_eagerly_takes_its_inputs_in_eager_s_layouts(monkeypatch):
+    """The forward hands its saved activations to the backward as its kernels wrote
+    them (channels-last); a backward that fails to compile runs eagerly, and eager's
+    `nll_loss2d_backward` refuses a channels-last log-softmax ("grad_input must be
+    contiguous", raised into the user's training step): it takes them copied into
+    the layouts eager's trace had, and its gradients are eager's."""
+    from tessel.frontend import compile_graph
+    compile_or_split = compile_graph._compile_or_split
+
+    def backward_fails(gm, options, kind, reasons, *args, **kwargs):
+        if kind == "backward":
+            reasons.append("graph runs eagerly (injected)")
+            return kind, gm
+        return compile_or_split(gm, options, kind, reasons, *args, **kwargs)
+    monkeypatch.setattr(compile_graph, "_compile_or_split", backward_fails)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 5, 1))
+    reference = copy.deepcopy(model)
+    x, labels = torch.randn(2, 3, 8, 8), torch.randint(0, 5, (2, 8, 8))
+    with pytest.warns(UserWarning, match="injected"):
+        compile_triton(lambda x, y: F.cross_entropy(model(x), y))(x, labels).backward()
+    F.cross_entropy(reference(x), labels).backward()
+    for compiled, eager in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(compiled.grad, eager.grad, atol=1e-4, rtol=1e-4)
+
+
 def test_a_cnn_s_backward_hands_convolutions_their_gradients_as_written(tmp_path,
                                                                         monkeypatch):
     """A CNN's backward, split around each convolution's backward (native on CUDA, so

@@ -115,6 +115,26 @@ def restrided_inputs(gm: torch.fx.GraphModule, example_inputs
     return {}
 
 
+def input_strides(gm: torch.fx.GraphModule) -> list[tuple[int, ...] | None]:
+    """The strides `gm`'s inputs were traced with (None where not a tensor of static
+    strides): eager's layouts, before `restrided_inputs` traces the inputs as given."""
+    values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    return [tuple(v.stride()) if isinstance(v, torch.Tensor)
+            and all(isinstance(s, int) for s in v.stride()) else None for v in values]
+
+
+def back_to_traced(strides: list[tuple[int, ...] | None], example_inputs
+                   ) -> dict[int, tuple[int, ...]]:
+    """The inputs given in other strides than `strides` (`input_strides`), by position,
+    with those strides: a backward that runs eagerly as a whole takes its inputs
+    copied into eager's layouts, which eager's kernels may require where their fake
+    kernels do not (`nll_loss2d_backward` of a channels-last log-softmax)."""
+    return {position: stride for position, (stride, example) in
+            enumerate(zip(strides, example_inputs))
+            if stride is not None and isinstance(example, torch.Tensor)
+            and tuple(example.stride()) != stride}
+
+
 def taking_traced_layouts(compiled: Callable, relaid: dict[int, tuple[int, ...]]
                           ) -> Callable:
     """`compiled` (unboxed), its inputs at `relaid` first copied into those strides."""
