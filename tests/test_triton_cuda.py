@@ -445,6 +445,15 @@ def test_reduce_overhead_writes_the_inputs_a_graph_mutates(forced, runners, monk
         assert all(capture is not None for capture in runners[0].captures.values())
 
 
+def _gradients_of(attention, *inputs) -> list:
+    """The gradients of `attention(*inputs).sum()` for each input, from a backward of
+    its own (the inputs' gradients reset first)."""
+    for t in inputs:
+        t.grad = None
+    attention(*inputs).sum().backward()
+    return [t.grad for t in inputs]
+
+
 def test_a_training_step_through_efficient_attention_stays_compiled():
     """fp32 attention with a mask runs PyTorch's memory-efficient kernel, whose philox
     seed and offset are CPU tensors in eager (outside a capture) and traced on the
@@ -459,12 +468,9 @@ def test_a_training_step_through_efficient_attention_stays_compiled():
     compiled = torch.compile(attention, backend="mlir")
     for _ in range(2):
         compiled(q, k, v).sum().backward()
-    grads = [t.grad.clone() for t in (q, k, v)]
-    for t in (q, k, v):
-        t.grad = None
-    attention(q, k, v).sum().backward()
-    for got, t in zip(grads, (q, k, v)):
-        torch.testing.assert_close(got / 2, t.grad, atol=1e-4, rtol=1e-4)
+    grads = [t.grad / 2 for t in (q, k, v)]
+    for got, expected in zip(grads, _gradients_of(attention, q, k, v)):
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
     counters = tessel.stats()
     assert counters["native_ops"] and counters["fallback_reasons"] == [], counters
 
@@ -483,15 +489,9 @@ def test_a_backward_reading_efficient_attention_s_cpu_seed_replays_in_the_tree(r
                 * 2).sin()
     compiled = torch.compile(attention, backend="mlir", mode="reduce-overhead")
     for _ in range(4):
-        for t in (q, k, v):
-            t.grad = None
-        compiled(q, k, v).sum().backward()
-    grads = [t.grad.clone() for t in (q, k, v)]
-    for t in (q, k, v):
-        t.grad = None
-    attention(q, k, v).sum().backward()
-    for got, t in zip(grads, (q, k, v)):
-        torch.testing.assert_close(got, t.grad, atol=1e-4, rtol=1e-4)
+        grads = _gradients_of(compiled, q, k, v)
+    for got, expected in zip(grads, _gradients_of(attention, q, k, v)):
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
     manager = cudagraph_trees.get_container(torch.cuda.current_device()).tree_manager
     assert any(manager.id_to_mode[node.wrapped_function.id]
                == cudagraph_trees.CompilationMode.BACKWARD for node in recorded_in_trees())
