@@ -258,6 +258,32 @@ def test_suite_records_a_row_whose_process_dies_before_the_budget(tmp_path, monk
     assert row["status"] == "eager_fail" and "exited with 1" in row["error"]
 
 
+def test_suite_starts_another_row_only_while_the_host_has_memory_to_spare(tmp_path,
+                                                                          monkeypatch):
+    """With the host's available memory below --reserve-gb, rows run one at a time
+    (the first always starts); twelve train rows at once had two killed by the OOM
+    killer on a 128 GiB host."""
+    monkeypatch.setattr(suite.sys, "executable", "false")
+    monkeypatch.setattr(suite, "available_memory_gb", lambda: 10.0)
+    unfinished, beside = [], []
+
+    class Recorded(suite.Process):
+        def __init__(self, *args, **kwargs):
+            beside.append(len(unfinished))
+            super().__init__(*args, **kwargs)
+            unfinished.append(self)
+
+        def remove(self):
+            unfinished.remove(self)
+            super().remove()
+    monkeypatch.setattr(suite, "Process", Recorded)
+    args = ["--models", "hf_gpt2,hf_bert", "--kinds", "forward", "--backends", "mlir",
+            "--tiny", "--jobs", "2", "--reserve-gb", "24", "--results",
+            str(tmp_path / "results.jsonl")]
+    assert suite.run(suite.parse_args(args)) == 0
+    assert beside == [0, 0]  # each row started with no other running
+
+
 def test_every_hf_entry_has_a_config_class_and_a_model_class():
     transformers = pytest.importorskip("transformers")
     for name, entry in hf.MODELS.items():
@@ -307,6 +333,7 @@ def test_suite_spreads_rows_over_the_cards_it_is_given(tmp_path, monkeypatch):
 
     monkeypatch.setattr(suite.subprocess, "Popen", Recorded)
     monkeypatch.setattr(suite.os, "killpg", lambda *args: None)
+    monkeypatch.setattr(suite, "available_memory_gb", lambda: float("inf"))
     args = ["--device", "cuda", "--gpus", "2", "--jobs", "3", "--models", "hf_gpt2,hf_bert",
             "--kinds", "forward", "--modes", "default", "--commit", "test",
             "--results", str(tmp_path / "r.jsonl")]

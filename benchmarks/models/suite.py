@@ -7,7 +7,7 @@
 Each row runs `python -m benchmarks.models.runner` in its own process (its own session,
 killed as a group at --timeout), with empty Inductor, tessel and Triton cache
 directories, so that first calls compile from scratch. Up to --jobs processes run at
-once; they build, compile and warm up side by side, but time one at a time (a file lock
+once, a new one starting only while the host has --reserve-gb of memory available; they build, compile and warm up side by side, but time one at a time (a file lock
 around each one's timed calls, during which the others are paused: measure.timed), and
 each gets cores/jobs compile workers and threads. With --gpus N, a row runs on the card
 with the fewest rows running (CUDA_VISIBLE_DEVICES), and still times with every other row
@@ -205,6 +205,26 @@ def write_peers(peers: Path, running: list[Process]) -> None:
     os.replace(partial, peers)
 
 
+def available_memory_gb() -> float:
+    """The host memory the kernel says a new process can take (MemAvailable); infinite
+    where /proc/meminfo does not say."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("inf")
+
+
+def room_for_another(running: list[Process], reserve_gb: float) -> bool:
+    """Whether a row may start beside `running`: the first always; another while the
+    host has `reserve_gb` available. A train row holds its model, an fp64 copy and
+    compile workers (hf_llama's and hf_deberta_v2's 21-23 GB at their peak): twelve at
+    once on a 128 GiB H200 host had two killed by the kernel's OOM killer."""
+    return not running or available_memory_gb() >= reserve_gb
+
+
 def least_loaded_gpu(gpus: int | None, running: list[Process]) -> int | None:
     """The card with the fewest running rows (the lowest index of those), None without --gpus."""
     if gpus is None:
@@ -245,7 +265,9 @@ def run(args: argparse.Namespace) -> int:
         peers = Path(workdir) / "peers"
         while pending or running:
             over_budget = args.budget is not None and time.monotonic() - start > args.budget
-            while pending and len(running) < args.jobs and not over_budget:
+            # One row a poll at most: a row takes its memory after it starts.
+            if pending and len(running) < args.jobs and not over_budget and \
+                    room_for_another(running, args.reserve_gb):
                 running.append(Process(pending.pop(0), args, Path(workdir), logs, peers,
                                        least_loaded_gpu(args.gpus, running)))
             write_peers(peers, running)
@@ -324,6 +346,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="i/n: every n-th row from the i-th (1-based)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per row")
     parser.add_argument("--jobs", type=int, default=1, help="processes at once")
+    parser.add_argument("--reserve-gb", type=float, default=24.0,
+                        help="start another row only while the host has this much "
+                             "memory available (GB)")
     parser.add_argument("--processes", type=int, default=1,
                         help="run each row in this many processes; the report shows the "
                              "median one (rows bound by host time move between processes)")
