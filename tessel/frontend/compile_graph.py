@@ -51,12 +51,11 @@ from tessel.frontend.prepare_graph import UnsupportedGraph, prepare_graph
 from tessel.frontend.run_time import checking_indices, replayed
 from tessel.frontend.saved_layouts import (
     SavedLayouts,
-    back_to_traced,
-    input_strides,
     report_strides,
     restrided_inputs,
     saved_positions,
     taking_traced_layouts,
+    traced_layouts,
 )
 from tessel.frontend.split_graph import split_graph
 from tessel.frontend.traced_outputs import as_traced
@@ -91,7 +90,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
         gm = without_common_subexpressions(gm)
     saved = SavedLayouts(saved_positions(gm, kind))
     relaid = {}  # the inputs that this graph takes copied into their traced layouts
-    traced_strides = input_strides(gm)
+    traced = traced_layouts(gm, example_inputs) if kind == "backward" else {}
     try:
         if kind == "backward":
             relaid = restrided_inputs(gm, example_inputs)
@@ -110,8 +109,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
         reasons.append(f"graph runs eagerly (internal compiler error: {summary[:240]})")
     if reasons:
         warnings.warn(f"tessel: graph {graph_name}: " + "; ".join(reasons), stacklevel=2)
-    if compiled is gm and kind == "backward":
-        relaid = back_to_traced(traced_strides, example_inputs)
+    if compiled is gm:  # eager's kernels, which may require eager's layouts
+        relaid = traced
     return make_boxed_func(taking_traced_layouts(compiled, relaid))
 
 

@@ -76,6 +76,27 @@ def report_strides(gm: torch.fx.GraphModule, strides: dict[int, tuple[int, ...]]
     reported.extend(strides.get(position) for position in range(len(outputs)))
 
 
+def traced_layouts(gm: torch.fx.GraphModule, example_inputs) -> dict[int, tuple[int, ...]]:
+    """The inputs of `gm` that `example_inputs` give in other strides than traced (of
+    the traced shape, static strides), by position, with their traced strides: eager's
+    layouts, which `restrided_inputs` then replaces in the trace. A backward that runs
+    eagerly as a whole takes its inputs copied into them: eager's kernels may require
+    them where their fake kernels do not (`nll_loss2d_backward` of a channels-last
+    log-softmax)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return {}
+    traced = {}
+    for position, (node, example) in enumerate(zip(placeholders, example_inputs)):
+        value = node.meta.get("val")
+        if (isinstance(value, torch.Tensor) and isinstance(example, torch.Tensor)
+                and value.shape == example.shape
+                and all(isinstance(s, int) for s in (*value.stride(), *example.stride()))
+                and value.stride() != example.stride()):
+            traced[position] = tuple(value.stride())
+    return traced
+
+
 def restrided_inputs(gm: torch.fx.GraphModule, example_inputs
                      ) -> dict[int, tuple[int, ...]]:
     """Trace the inputs of `gm` (`meta["val"]`) with the strides of `example_inputs`:
@@ -85,20 +106,9 @@ def restrided_inputs(gm: torch.fx.GraphModule, example_inputs
     compiled pieces), cannot take inputs so laid out (a `view` that only the traced
     layout allows), its inputs are left as traced, and returned: the positions of those
     to copy into their traced strides at every call (`taking_traced_layouts`)."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != len(example_inputs):
+    traced = traced_layouts(gm, example_inputs)
+    if not traced:
         return {}
-    changed = {}
-    for position, (node, example) in enumerate(zip(placeholders, example_inputs)):
-        value = node.meta.get("val")
-        if (isinstance(value, torch.Tensor) and isinstance(example, torch.Tensor)
-                and value.shape == example.shape
-                and all(isinstance(s, int) for s in (*value.stride(), *example.stride()))
-                and value.stride() != example.stride()):
-            changed[position] = (node, example)
-    if not changed:
-        return {}
-    traced = {position: tuple(node.meta["val"].stride()) for position, (node, _) in changed.items()}
     fake_mode = torch._guards.detect_fake_mode(example_inputs)
     if fake_mode is None:  # real example inputs: running the graph would compute it
         return traced
@@ -109,30 +119,11 @@ def restrided_inputs(gm: torch.fx.GraphModule, example_inputs
         log.debug("tessel: a graph takes its inputs in their traced layouts",
                   exc_info=True)
         return traced
-    for node, example in changed.values():
-        node.meta["val"] = example
-        node.meta.pop("tensor_meta", None)  # the importer would read it before "val"
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for position in traced:
+        placeholders[position].meta["val"] = example_inputs[position]
+        placeholders[position].meta.pop("tensor_meta", None)  # the importer reads it first
     return {}
-
-
-def input_strides(gm: torch.fx.GraphModule) -> list[tuple[int, ...] | None]:
-    """The strides `gm`'s inputs were traced with (None where not a tensor of static
-    strides): eager's layouts, before `restrided_inputs` traces the inputs as given."""
-    values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    return [tuple(v.stride()) if isinstance(v, torch.Tensor)
-            and all(isinstance(s, int) for s in v.stride()) else None for v in values]
-
-
-def back_to_traced(strides: list[tuple[int, ...] | None], example_inputs
-                   ) -> dict[int, tuple[int, ...]]:
-    """The inputs given in other strides than `strides` (`input_strides`), by position,
-    with those strides: a backward that runs eagerly as a whole takes its inputs
-    copied into eager's layouts, which eager's kernels may require where their fake
-    kernels do not (`nll_loss2d_backward` of a channels-last log-softmax)."""
-    return {position: stride for position, (stride, example) in
-            enumerate(zip(strides, example_inputs))
-            if stride is not None and isinstance(example, torch.Tensor)
-            and tuple(example.stride()) != stride}
 
 
 def taking_traced_layouts(compiled: Callable, relaid: dict[int, tuple[int, ...]]
