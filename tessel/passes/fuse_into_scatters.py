@@ -3,17 +3,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from torch_mlir.dialects import arith, linalg, tensor
+from torch_mlir.dialects import linalg, tensor
 
 from tessel import ir
 from tessel.passes.buffer_views import RESHAPES
 from tessel.passes.form_kernels import UNWRAPPED_KERNEL, scatter_of, sole_generic
 from tessel.passes.inline_gathered_producers import elementwise_producer
-from tessel.passes.linalg_builders import index_constant
+from tessel.passes.linalg_builders import selected_by_index
 from tessel.passes.registry import ModulePass, register
 
-
-_EQ = 0  # arith.cmpi's predicate number of "eq"
 
 
 def _read_once(value: ir.Value) -> bool:
@@ -224,10 +222,5 @@ def _selected_columns(index_type: ir.RankedTensorType, columns: list[ir.Value]) 
     block = generic.regions[0].blocks.append(*[element] * (len(columns) + 1))
     with ir.InsertionPoint(block):
         column = linalg.IndexOp(1).result
-        chosen = block.arguments[len(columns) - 1]
-        for number in range(len(columns) - 2, -1, -1):
-            here = arith.CmpIOp(ir.IntegerAttr.get(ir.IntegerType.get_signless(64), _EQ),
-                                column, index_constant(number)).result
-            chosen = arith.SelectOp(here, block.arguments[number], chosen).result
-        linalg.YieldOp([chosen])
+        linalg.YieldOp([selected_by_index(column, list(block.arguments)[:len(columns)])])
     return generic.results[0]

@@ -18,6 +18,16 @@ def index_constant(value: int) -> ir.Value:
     return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
+def selected_by_index(index: ir.Value, values: list[ir.Value]) -> ir.Value:
+    """`values[index]`, for an `index` (of index type) in range, as a chain of selects
+    (the last value where no other's number matches)."""
+    chosen = values[-1]
+    for number in range(len(values) - 2, -1, -1):
+        here = arith.cmpi(arith.CmpIPredicate.eq, index, index_constant(number))
+        chosen = arith.SelectOp(here, values[number], chosen).result
+    return chosen
+
+
 def elementwise_generic(result: ir.RankedTensorType, inputs: list[ir.Value],
                         init: ir.Value) -> tuple[ir.Operation, ir.Block]:
     """A linalg.generic of parallel loops over `result`'s points, writing `init` and

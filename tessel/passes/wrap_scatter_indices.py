@@ -6,11 +6,9 @@ from typing import ClassVar
 from torch_mlir.dialects import arith, linalg, tensor
 
 from tessel import ir
-from tessel.passes.linalg_builders import elementwise_generic, index_constant
+from tessel.passes.linalg_builders import (elementwise_generic, index_constant,
+                                           selected_by_index)
 from tessel.passes.registry import ModulePass, register
-
-_SLT = 2  # arith.cmpi's predicate number of "slt"
-_EQ = 0
 
 
 @register
@@ -50,15 +48,8 @@ def _wrapped(scatter: ir.Operation) -> ir.Value:
     generic, block = elementwise_generic(index_type, [indices], empty)
     with ir.InsertionPoint(block):
         index = block.arguments[0]
-        column = linalg.IndexOp(1).result
-        size = sizes[-1]
-        for number in range(len(sizes) - 2, -1, -1):
-            here = arith.CmpIOp(ir.IntegerAttr.get(ir.IntegerType.get_signless(64), _EQ),
-                                column, index_constant(number)).result
-            size = arith.SelectOp(here, sizes[number], size).result
-        zero = arith.ConstantOp(element, 0).result
-        negative = arith.CmpIOp(ir.IntegerAttr.get(ir.IntegerType.get_signless(64), _SLT),
-                                index, zero).result
+        size = selected_by_index(linalg.IndexOp(1).result, sizes)
+        negative = arith.cmpi(arith.CmpIPredicate.slt, index, arith.constant(element, 0))
         linalg.YieldOp([arith.SelectOp(negative, arith.AddIOp(index, size).result,
                                        index).result])
     return generic.results[0]
