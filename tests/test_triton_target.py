@@ -879,16 +879,18 @@ def _gradients_match_eager(model, x, dump_dir, tolerance=1e-4):
         torch.testing.assert_close(compiled.grad, eager.grad, atol=tolerance, rtol=tolerance)
 
 
-def test_a_bilinear_upsample_s_gradient_scatters_without_an_index_per_point(tmp_path):
+@pytest.mark.parametrize("size", [(32, 24), (8, 6)], ids=["upsample", "same_size"])
+def test_a_bilinear_upsample_s_gradient_scatters_without_an_index_per_point(tmp_path, size):
     """A bilinear upsample's gradient is four accumulating index_puts of every point of
     the output's gradient: each scatters slices of the whole dims (N, C) at flat
     positions of the [H, W] index tensors, so no host buffer holds an int64 index per
-    point (SegFormer's: 2.5 GB each, 52 GB at the step's peak on an H200); the
-    gradients are eager's."""
+    point (SegFormer's: 2.5 GB each, 52 GB at the step's peak on an H200), also where
+    the interpolation keeps the size (SegFormer's decode head); the gradients are
+    eager's."""
     def upsampled(x):
-        return F.interpolate(x, size=(32, 24), mode="bilinear", align_corners=False)
+        return F.interpolate(x, size=size, mode="bilinear", align_corners=False)
     x = torch.randn(2, 6, 8, 6, requires_grad=True)
-    weights = torch.randn(2, 6, 32, 24)
+    weights = torch.randn(2, 6, *size)
     (compile_triton(upsampled, tmp_path)(x) * weights).sum().backward()
     compiled = x.grad
     x.grad = None
@@ -897,7 +899,8 @@ def test_a_bilinear_upsample_s_gradient_scatters_without_an_index_per_point(tmp_
     assert_compiled()
     host = next(tmp_path.glob("*_backward/*_host_program.py")).read_text()
     assert "index_put" in host or "scatter" in host
-    assert not re.search(r"empty_strided\(\(2, 6, 32, 24,\), [^)]*\), torch\.int64", host), host
+    shape = ", ".join(str(n) for n in (2, 6, *size))
+    assert not re.search(rf"empty_strided\(\({shape},\), [^)]*\), torch\.int64", host), host
 
 
 def test_a_backward_that_runs_eagerly_takes_its_inputs_in_eager_s_layouts(monkeypatch):

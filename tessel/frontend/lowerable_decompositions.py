@@ -395,19 +395,22 @@ def put(x, index, source, accumulate=False):
 
 def index_put_at_flat_positions(x, indices, values, accumulate=False):
     """An accumulating index_put whose index tensors index adjacent dims after whole
-    ones (`None`), and that reads more values than `x` holds (a gather's gradient), as
+    ones (`None`), and that reads at least as many values as `x` holds (a gather's
+    gradient; fewer would cost the copies of `x` below more than their index saves), as
     one index of flat positions over those dims moved first: each position adds a
     slice of the whole dims. torch-mlir's index_put writes an int64 index for every dim
     at every value, an iota for each whole dim: the gradient of SegFormer's bilinear
     upsample (four such index_puts of [8, 150, 512, 512] values each, N and C whole)
     wrote 2.5 GB an index, 52 GB at its peak on an H200, and four scatters read them
-    back. Here the index is the size of the broadcast index tensors ([512, 512])."""
+    back; its same-size interpolation (the decode head's first stage) wrote four of 268
+    MB and concatenated them. Here the index is the size of the broadcast index
+    tensors ([512, 512])."""
     count = len(indices)
     indexed = [dim for dim, index in enumerate(indices) if index is not None]
     if not accumulate or not indexed or indexed[0] == 0 or \
             indexed != list(range(indexed[0], indexed[-1] + 1)) or \
             any(indices[dim].dtype in (torch.bool, torch.uint8) for dim in indexed) or \
-            values.numel() <= x.numel() or not x.is_contiguous():
+            values.numel() < x.numel() or not x.is_contiguous():
         return NotImplemented
     first, last = indexed[0], indexed[-1]
     broadcast = torch.broadcast_shapes(*(indices[dim].shape for dim in indexed))
