@@ -120,3 +120,24 @@ func.func @combine_of_partials(%p: tensor<1024x32xf32>, %init: tensor<1024xf32>)
   }) {sym_name = "k0"} : () -> tensor<1024xf32>
   return %r : tensor<1024xf32>
 }
+
+// -----
+
+// A reduction to one point (a loss over a batch of pixels) keeps its block: its lanes
+// share the reduced values, which a block of 32 would walk 32 at a time.
+// CHECK-LABEL: func.func @reduction_to_one_point
+// CHECK:         tessel.gpu = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+#pixels = affine_map<(d0, d1) -> (d0, d1)>
+#scalar = affine_map<(d0, d1) -> ()>
+func.func @reduction_to_one_point(%x: tensor<64x4096xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %r = "tkern.kernel"() ({
+    %s = linalg.generic {indexing_maps = [#pixels, #scalar], iterator_types = ["reduction", "reduction"]}
+        ins(%x : tensor<64x4096xf32>) outs(%init : tensor<f32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %a = arith.addf %v, %acc : f32
+      linalg.yield %a : f32
+    } -> tensor<f32>
+    "tkern.yield"(%s) : (tensor<f32>) -> ()
+  }) {sym_name = "k0"} : () -> tensor<f32>
+  return %r : tensor<f32>
+}

@@ -188,3 +188,36 @@ func.func @sum_and_sum_of_squares(%x: tensor<2x64x3136xf32>, %init: tensor<2xf32
   } -> (tensor<2xf32>, tensor<2xf32>)
   return %sums#0, %sums#1 : tensor<2xf32>, tensor<2xf32>
 }
+
+// -----
+
+// A loss reading each pixel's label's log-probability (a gather at the loop's
+// position): the partial generic asks its own loop dims for the position, a cut dim
+// as its outer piece times the inner piece's extent plus the inner piece.
+// CHECK-LABEL: func.func @loss_of_gathered_labels
+// CHECK:         %[[PARTIAL:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<8x32x16x512xi64>) outs(%{{.*}} : tensor<8x32xf32>)
+// CHECK:           %[[N:.*]] = linalg.index 0 : index
+// CHECK:           %[[OUTER:.*]] = linalg.index 1 : index
+// CHECK:           %[[SIXTEEN:.*]] = arith.constant 16 : index
+// CHECK:           %[[SCALED:.*]] = arith.muli %[[OUTER]], %[[SIXTEEN]] : index
+// CHECK:           %[[INNER:.*]] = linalg.index 2 : index
+// CHECK:           %[[H:.*]] = arith.addi %[[SCALED]], %[[INNER]] : index
+// CHECK:           %[[W:.*]] = linalg.index 3 : index
+// CHECK:           %[[C:.*]] = arith.index_cast
+// CHECK:           tensor.extract %{{.*}}[%[[N]], %[[C]], %[[H]], %[[W]]] : tensor<8x4x512x512xf32>
+// CHECK:         linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]} ins(%[[PARTIAL]] : tensor<8x32xf32>)
+func.func @loss_of_gathered_labels(%labels: tensor<8x512x512xi64>, %logp: tensor<8x4x512x512xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> ()>],
+                         iterator_types = ["reduction", "reduction", "reduction"]}
+      ins(%labels : tensor<8x512x512xi64>) outs(%init : tensor<f32>) {
+  ^bb0(%label: i64, %acc: f32):
+    %n = linalg.index 0 : index
+    %h = linalg.index 1 : index
+    %w = linalg.index 2 : index
+    %c = arith.index_cast %label : i64 to index
+    %v = tensor.extract %logp[%n, %c, %h, %w] : tensor<8x4x512x512xf32>
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %sum : tensor<f32>
+}

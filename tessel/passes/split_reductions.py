@@ -4,9 +4,11 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from torch_mlir.dialects import arith, linalg
+
 from tessel import ir
 from tessel.passes.contractions import is_contraction
-from tessel.passes.linalg_builders import constant_fill
+from tessel.passes.linalg_builders import constant_fill, index_constant
 from tessel.passes.registry import ModulePass, register
 from tessel.passes.tile_for_threads import loop_ranges
 
@@ -212,10 +214,8 @@ class SplitReductionsPass(ModulePass):
     def decide(self, op: ir.Operation) -> Split | None:
         """Where `op` splits, or None to leave it whole."""
         ranges = loop_ranges(op)
-        body = op.regions[0].blocks[0].operations
         shapes = {tuple(ir.RankedTensorType(r.type).shape) for r in op.results}
-        if None in ranges or len(shapes) != 1 or _combiners(op) is None or any(
-                inner.operation.name == "linalg.index" for inner in body):
+        if None in ranges or len(shapes) != 1 or _combiners(op) is None:
             return None  # one combine generic takes every result: they share a shape
         reduced = [d for d, is_reduction in enumerate(_iterators(op)) if is_reduction]
         outputs = math.prod(r for d, r in enumerate(ranges) if d not in reduced)
@@ -335,7 +335,28 @@ def _split(op: ir.Operation, split: Split) -> None:
             old_argument.replace_all_uses_with(argument)
         for inner in list(old_block.operations):
             block.append(inner.operation)
+        _renumber_loop_indices(block, new, split.dim if cut else None,
+                               ranges[split.dim] // split.factor)
         _combine(op, partial, combiners, len(split_sizes))
+
+
+def _renumber_loop_indices(block: ir.Block, new: list[int], cut_dim: int | None,
+                           inner_size: int) -> None:
+    """The body's `linalg.index` ops (a gather's loop position: a loss reading the
+    log-probability of each pixel's label) asked of the partial generic's loop dims:
+    old dim d is `new[d]`, and a cut dim is its outer piece times `inner_size` plus
+    its inner piece."""
+    for old in list(block.operations):
+        if old.operation.name != "linalg.index":
+            continue
+        dim = ir.IntegerAttr(old.operation.attributes["dim"]).value
+        with ir.InsertionPoint(old.operation):
+            position = linalg.IndexOp(new[dim]).result
+            if dim == cut_dim:
+                position = arith.addi(arith.muli(position, index_constant(inner_size)),
+                                      linalg.IndexOp(new[dim] + 1).result)
+        old.operation.results[0].replace_all_uses_with(position)
+        old.operation.erase()
 
 
 def _combine(op: ir.Operation, partial: ir.Operation, combiners: list[ir.Operation],
