@@ -93,7 +93,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: Options, ki
     traced = traced_layouts(gm, example_inputs) if kind == "backward" else {}
     try:
         if kind == "backward":
-            relaid = restrided_inputs(gm, example_inputs)
+            relaid = restrided_inputs(gm, example_inputs, traced)
         graph_name, compiled = _compile_or_split(gm, options, kind, reasons, memo, saved)
         if compiled is not gm:
             compiled = as_traced(compiled, gm, graph_name, options.fallback, saved.strides)

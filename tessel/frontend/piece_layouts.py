@@ -26,7 +26,7 @@ import operator
 
 import torch.fx
 
-from tessel.frontend.saved_layouts import SavedLayouts, restrided_inputs
+from tessel.frontend.saved_layouts import SavedLayouts, restrided_inputs, traced_layouts
 
 aten = torch.ops.aten
 
@@ -93,5 +93,5 @@ def restrided_readers(split: torch.fx.GraphModule, name: str,
         placeholders = [n for n in piece.graph.nodes if n.op == "placeholder"]
         examples = [inputs.get(index, node.meta.get("val"))
                     for index, node in enumerate(placeholders)]
-        relaid[reader] = restrided_inputs(piece, examples)
+        relaid[reader] = restrided_inputs(piece, examples, traced_layouts(piece, examples))
     return relaid

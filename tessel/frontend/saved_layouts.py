@@ -97,16 +97,16 @@ def traced_layouts(gm: torch.fx.GraphModule, example_inputs) -> dict[int, tuple[
     return traced
 
 
-def restrided_inputs(gm: torch.fx.GraphModule, example_inputs
-                     ) -> dict[int, tuple[int, ...]]:
+def restrided_inputs(gm: torch.fx.GraphModule, example_inputs,
+                     traced: dict[int, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
     """Trace the inputs of `gm` (`meta["val"]`) with the strides of `example_inputs`:
     a backward graph's, those the forward reported; a piece's, those the pieces before
     it return (piece_layouts.py); so that it is compiled for the layouts it gets. Where
     the graph, run eagerly (all of it as a fallback, or some of its nodes between
     compiled pieces), cannot take inputs so laid out (a `view` that only the traced
     layout allows), its inputs are left as traced, and returned: the positions of those
-    to copy into their traced strides at every call (`taking_traced_layouts`)."""
-    traced = traced_layouts(gm, example_inputs)
+    to copy into their traced strides at every call (`taking_traced_layouts`).
+    `traced`: `traced_layouts(gm, example_inputs)`, taken before this changes the trace."""
     if not traced:
         return {}
     fake_mode = torch._guards.detect_fake_mode(example_inputs)

@@ -13,7 +13,6 @@ from tessel.passes.linalg_builders import selected_by_index
 from tessel.passes.registry import ModulePass, register
 
 
-
 def _read_once(value: ir.Value) -> bool:
     return sum(1 for _ in value.uses) == 1
 
