@@ -515,3 +515,29 @@ def test_a_gather_s_backward_adds_its_elements_atomically(tmp_path):
     (backward,) = tmp_path.glob("*_backward")
     assert "scatter(" not in (backward / "06_host_program.py").read_text()
     assert "tl.atomic_add(" in (backward / "05_triton_kernels.py").read_text()
+
+
+def test_constants_made_on_the_cpu_for_the_gpu_leave_no_cpu_piece(runners):
+    """DeBERTa's log-bucketed relative positions divide by `torch.log(torch.tensor(...))`
+    (a CPU scalar) and compare with `torch.tensor(mid - 1).type_as(positions)` (a copy
+    to the GPU): both are computed when the graph compiles and kept on the GPU, so the
+    step neither splits around a copy between devices (a CPU piece, whose copy from
+    pageable memory waited for the GPU's queue) nor leaves the CUDA graph trees; its
+    gradients are eager's."""
+    weight = torch.randn(64, 64, device="cuda", requires_grad=True)
+
+    def bucketed(x, weight):
+        relative = torch.arange(64, device="cuda")[:, None] - torch.arange(64, device="cuda")
+        mid = torch.tensor(3).type_as(relative)
+        buckets = torch.ceil(torch.log(relative.abs().clamp(min=1) / 4)
+                             / torch.log(torch.tensor(31 / 4)) * 3) + mid
+        return ((x @ weight) * buckets).sin()
+    x = torch.randn(8, 64, device="cuda", requires_grad=True)
+    compiled = torch.compile(bucketed, backend="mlir", mode="reduce-overhead")
+    for _ in range(4):
+        grads = _gradients_of(compiled, x, weight)
+    for got, expected in zip(grads, _gradients_of(bucketed, x, weight)):
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    counters = assert_compiled()
+    assert counters["graphs_split"] == 0 and counters["native_ops"] == [], counters
+    assert runners == [] and len(recorded_in_trees()) >= 2

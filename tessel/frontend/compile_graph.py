@@ -27,7 +27,7 @@ from tessel.errors import TesselError
 from tessel.frontend.collectives import communicates
 from tessel.frontend.common_subexpressions import without_common_subexpressions
 from tessel.frontend.complex_pairs import as_real_pairs, with_complex_boundaries
-from tessel.frontend.constant_values import folded_constants
+from tessel.frontend.constant_values import constants_on_their_readers_devices, folded_constants
 from tessel.frontend.cpu_norm_statistics import call_mixed_cpu_norms_as_kernels_take_them
 from tessel.frontend.decompose import DecompositionFailed, decomposed, origins
 from tessel.frontend.dynamic_views import rewrite_dynamic_views
@@ -122,6 +122,7 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
     runs eagerly, and why, to `reasons`. Calls left native on purpose (native_ops.py)
     are split around first, silently. Compiled whole, the outputs at `saved.positions`
     may be returned as written, their strides put in `saved.strides`."""
+    gm = constants_on_their_readers_devices(gm)
     dump = GraphDump(options.dump_dir, kind)
     stages = Stages(dump, in_worker=options.compile_in_worker)
     stages.write("fx_graph.py", lambda: gm.print_readable(print_output=False))

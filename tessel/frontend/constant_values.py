@@ -81,37 +81,96 @@ def evaluated(nodes: list[torch.fx.Node], gm: torch.fx.GraphModule) -> dict | No
     return values
 
 
-def folded_constants(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """`gm` (decomposed; changed in place) with each tensor that it assembles from no
-    input read from a constant computed now (see the module's doc)."""
-    constant: dict[torch.fx.Node, bool] = {}
-    assembled: dict[torch.fx.Node, bool] = {}  # the node's value needs an assembling op
-    for node in gm.graph.nodes:
-        constant[node] = _computable(node, constant)
-        assembled[node] = constant[node] and (node.target in _ASSEMBLING or any(
-            assembled[n] for n in node.all_input_nodes))
-    folds = [node for node in gm.graph.nodes if assembled[node]
-             and isinstance(value := node.meta.get("val"), torch.Tensor)
-             and _is_static(list(value.shape))
-             and value.numel() * value.element_size() <= _MOST_BYTES
-             and any(not constant[user] for user in node.users)]
-    if not folds:
-        return gm
+def _read_from_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, value: torch.Tensor,
+                        traced: torch.Tensor) -> None:
+    """`node`'s readers read `value` (traced as `traced`) from a buffer of `gm` instead."""
+    name = next(f"_tessel_constant_{n}" for n in range(len(gm.graph.nodes) + 1)
+                if not hasattr(gm, f"_tessel_constant_{n}"))
+    gm.register_buffer(name, value)
+    with gm.graph.inserting_before(node):
+        attribute = gm.graph.get_attr(name)
+    attribute.meta["val"] = traced
+    node.replace_all_uses_with(attribute)
+
+
+def _folding(gm: torch.fx.GraphModule, constant: dict, folds: list[torch.fx.Node]) -> dict | None:
+    """The values of `folds` and of the constants they read, computed now."""
     needed = set(folds)
     for node in reversed(gm.graph.nodes):
         if node in needed:
             needed.update(node.all_input_nodes)
-    values = evaluated([node for node in gm.graph.nodes if node in needed], gm)
-    if values is None:
+    return evaluated([node for node in gm.graph.nodes if node in needed], gm)
+
+
+def _foldable(node: torch.fx.Node, constant: dict) -> bool:
+    """Whether `node` is a constant tensor of static shape, small enough to keep, that
+    a node computed at each call reads."""
+    value = node.meta.get("val")
+    return constant[node] and isinstance(value, torch.Tensor) and \
+        _is_static(list(value.shape)) and \
+        value.numel() * value.element_size() <= _MOST_BYTES and \
+        any(not constant[user] for user in node.users)
+
+
+def _constants(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, bool]:
+    constant: dict[torch.fx.Node, bool] = {}
+    for node in gm.graph.nodes:
+        constant[node] = _computable(node, constant)
+    return constant
+
+
+def folded_constants(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` (decomposed; changed in place) with each tensor that it assembles from no
+    input read from a constant computed now (see the module's doc)."""
+    constant = _constants(gm)
+    assembled: dict[torch.fx.Node, bool] = {}  # the node's value needs an assembling op
+    for node in gm.graph.nodes:
+        assembled[node] = constant[node] and (node.target in _ASSEMBLING or any(
+            assembled[n] for n in node.all_input_nodes))
+    folds = [node for node in gm.graph.nodes if assembled[node] and _foldable(node, constant)]
+    if not folds or (values := _folding(gm, constant, folds)) is None:
         return gm
     for node in folds:
-        name = next(f"_tessel_constant_{n}" for n in range(len(gm.graph.nodes) + 1)
-                    if not hasattr(gm, f"_tessel_constant_{n}"))
-        gm.register_buffer(name, values[node])
-        with gm.graph.inserting_before(node):
-            attribute = gm.graph.get_attr(name)
-        attribute.meta["val"] = node.meta["val"]
-        node.replace_all_uses_with(attribute)
+        _read_from_constant(gm, node, values[node], node.meta["val"])
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def _device(node: torch.fx.Node) -> torch.device | None:
+    value = node.meta.get("val")
+    return value.device if isinstance(value, torch.Tensor) else None
+
+
+def constants_on_their_readers_devices(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` (changed in place) with each constant that crosses devices computed now and
+    kept on the device that reads it: a CPU constant that a CUDA op reads (DeBERTa's
+    `torch.log(torch.tensor(...))` dividing its relative positions), and a constant
+    copied to the GPU (its `torch.tensor(mid - 1).type_as(positions)`). Left in the
+    graph, each is a copy between devices that the graph is split around, its CPU
+    piece and a copy from pageable memory that waits for the GPU's queue at every call,
+    and a graph with CPU pieces that CUDA graph trees cannot replay."""
+    constant = _constants(gm)
+    moves: dict[torch.fx.Node, torch.device] = {}
+    for node in gm.graph.nodes:
+        if not _foldable(node, constant):
+            continue
+        readers = {_device(user) for user in node.users if not constant[user]} - {None}
+        if any(_device(n) not in (None, _device(node)) for n in node.all_input_nodes):
+            moves[node] = _device(node)  # a copy between devices
+        elif _device(node).type == "cpu" and len(readers) == 1 and \
+                next(iter(readers)).type == "cuda":
+            moves[node] = next(iter(readers))
+    if not moves or (values := _folding(gm, constant, list(moves))) is None:
+        return gm
+    for node, device in moves.items():
+        traced = node.meta["val"]
+        fake_mode = getattr(traced, "fake_mode", None)
+        if fake_mode is None:
+            continue
+        with unset_fake_temporarily():  # a forward compiles under Dynamo's fake mode
+            value = values[node].to(device)
+        _read_from_constant(gm, node, value, fake_mode.from_tensor(value))
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
