@@ -532,7 +532,7 @@ def test_constants_made_on_the_cpu_for_the_gpu_leave_no_cpu_piece(runners):
         buckets = torch.ceil(torch.log(relative.abs().clamp(min=1) / 4)
                              / torch.log(torch.tensor(31 / 4)) * 3) + mid
         return ((x @ weight) * buckets).sin()
-    x = torch.randn(8, 64, device="cuda", requires_grad=True)
+    x = torch.randn(64, 64, device="cuda", requires_grad=True)
     compiled = torch.compile(bucketed, backend="mlir", mode="reduce-overhead")
     for _ in range(4):
         grads = _gradients_of(compiled, x, weight)
