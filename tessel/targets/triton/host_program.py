@@ -687,6 +687,10 @@ class _HostWriter:
         if not self.channels_last or (layout is not None and layout.guard is None and
                                       layout.stride == tuple(layouts.strides(list(shape), True))):
             return view
+        if self.viewed_input.get(name, name) not in self.input_names:
+            # Computed at each call (a weight gradient's convolution by the output's
+            # gradient): no version to keep a conversion for.
+            return f"{view}.contiguous(memory_format=torch.channels_last)"
         self.converts_weights = True
         return f"channels_last_weight({view}, capturing)"
 
@@ -989,10 +993,12 @@ class _HostWriter:
             return
         with self.reading() as reads:
             fresh = True  # aten's convolutions and gemms return new memory
+            convolution_shape = None
             if contraction.name in _ATEN_CONVOLUTIONS:
                 product = self.convolution(contraction)
+                convolution_shape = tuple(ir.ShapedType(op.results[0].type).shape)
             elif contraction.name == GROUPED_CONVOLUTION:
-                product = self.grouped_convolution(contraction)
+                product, convolution_shape = self.grouped_convolution(contraction)
             elif len(body) == 2 and "indexing_maps" in contraction.attributes:
                 maps = [ir.AffineMapAttr(m).value
                         for m in ir.ArrayAttr(contraction.attributes["indexing_maps"])]
@@ -1022,7 +1028,40 @@ class _HostWriter:
                 product, fresh = f"{self.name_of(init)} + {product}", False
             elif (constant := fill_constant(init)) not in ("0.0", "0"):
                 product = f"{product} + {constant}"
+            elif convolution_shape is not None and ir.ShapedType(op.results[0].type).has_static_shape:
+                self.aten_result(op.results[0], product, convolution_shape, reads,
+                                 bool(self.channels_last) and len(convolution_shape) == 4)
+                return
         self.bind(op.results[0], product, reads, fresh)
+
+    def aten_result(self, result: ir.Value, call: str, shape: tuple[int, ...],
+                    reads: list[str], channels_last: bool, fresh: bool = True) -> None:
+        """`result`, the new tensor of `shape` that aten's `call` returns (a convolution,
+        a pad), viewed as the result's shape where that differs (a grouped convolution's
+        groups). aten picks its layout: channels-last where `channels_last` (a
+        convolution given a channels-last weight, a pad of a channels-last image), else
+        contiguous. That layout, checked once after the call, makes the views of the
+        result (a batch norm's shift, a weight gradient's groups and crop) strided
+        views; a result laid out otherwise takes the view ops."""
+        name = self.fresh()
+        stride = tuple(layouts.strides(list(shape), channels_last))
+        laid_out = f"{name}_laid_out"  # a bool: never freed, unlike the tensor it checks
+        self.records.append(Bind(name, call, tuple(reads), fresh,
+                                 check=f"{laid_out} = {name}.stride() == {stride}"))
+        self.layouts[name] = strided_views.Layout(shape, stride, 0, laid_out)
+        self.viewed_input[name] = name
+        final = tuple(ir.ShapedType(result.type).shape)
+        if final == shape:
+            self.names[result] = name
+            return
+        layout = strided_views.viewed(self.layouts[name], final)
+        reshape = f"{name}.reshape({_shape_text(final)})"
+        view = reshape if layout is None else \
+            strided_views.reinterpreted(name, self.layouts[name], layout, reshape)
+        viewed = self.bind(result, view, [name], fresh=False)
+        self.viewed_input[viewed] = name
+        if layout is not None:
+            self.layouts[viewed] = layout
 
     def gemm(self, result: ir.Value, maps: list[ir.AffineMap], a: str, b: str,
              bias: str | None, reads: list[str]) -> bool:
@@ -1121,9 +1160,10 @@ class _HostWriter:
                 f"{strides}, {padding or (0, 0)}, {dilations}, "
                 f"False, (0, 0), {groups})")
 
-    def grouped_convolution(self, conv: ir.Operation) -> str:
+    def grouped_convolution(self, conv: ir.Operation) -> tuple[str, tuple[int, ...]]:
         """linalg's grouped convolution, (N, G, C, H, W) by (G, F, C, KH, KW), as one
-        aten convolution of G groups. torch-mlir computes a strided convolution's weight
+        aten convolution of G groups, and that convolution's shape, (N, G * F, HO, WO).
+        torch-mlir computes a strided convolution's weight
         gradient so (the batch as groups, the stride as dilation); as a loop kernel, the
         7x7 stride-2 stem of densenet121's train step took about a quarter of the step's
         GPU time (torch.profiler)."""
@@ -1140,7 +1180,7 @@ class _HostWriter:
         image_name = self.image_view(self.name_of(image), (n, groups * c, h, w))
         return (f"torch.convolution({image_name}, "
                 f"{weight_name}, None, {strides}, {padding or (0, 0)}, {dilations}, "
-                f"False, (0, 0), {groups}).reshape({_shape_text(result)})")
+                f"False, (0, 0), {groups})"), (n, groups * f, *result[3:])
 
     def image_view(self, name: str, shape: tuple[int, ...]) -> str:
         """Tensor `name` reshaped to `shape`: a strided view where the host laid it out
@@ -1257,10 +1297,20 @@ class _HostWriter:
                 isinstance(w, int) for w in (*low, *high)):
             self.converts_weights = True
             expression = f"padded_weight({source}, ({widths}), capturing)"
-        else:
-            expression = f"torch.nn.functional.pad({source}, ({widths}), value={value})"
-        # Planned as possibly a view of its input, as conservatively as before.
-        self.bind(op.results[0], expression, reads, fresh=False)
+            # Planned as possibly a view of its input, as conservatively as before.
+            self.bind(op.results[0], expression, reads, fresh=False)
+            return
+        expression = f"torch.nn.functional.pad({source}, ({widths}), value={value})"
+        layout = self.layouts.get(source)
+        shape = tuple(ir.ShapedType(op.results[0].type).shape)
+        if layout is None or not ir.ShapedType(op.results[0].type).has_static_shape:
+            self.bind(op.results[0], expression, reads, fresh=False)
+            return
+        # aten pads into the image's memory format (suggest_memory_format); planned
+        # as possibly a view of its input, as conservatively as before
+        channels_last = len(shape) == 4 and layout.stride == tuple(
+            layouts.strides(list(layout.size), True)) != tuple(layouts.strides(list(layout.size), False))
+        self.aten_result(op.results[0], expression, shape, reads, channels_last, fresh=False)
 
 
 @dataclass(frozen=True)
