@@ -52,3 +52,31 @@ def test_a_value_of_indices_alone_stays_in_the_graph(tmp_path):
     assert_compiled()
     (imported,) = tmp_path.glob("*/*torch.mlir")
     assert "arange" in imported.read_text()
+
+
+def test_a_constant_copied_between_devices_is_computed_once_on_its_device():
+    """DeBERTa's relative positions (aranges) are compared with `torch.tensor(mid - 1)
+    .type_as(positions)`, a CPU constant copied to the GPU: the copy, a native op the
+    graph was split around, is computed when the graph compiles (under the fake mode
+    Dynamo compiles a forward in) and kept on its device, while the positions that read
+    it stay in the graph. The "meta" device stands for the GPU (test_triton_cuda.py
+    runs the same on one)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from tessel.frontend.constant_values import constants_on_their_readers_devices
+
+    def positions(x):
+        relative = torch.arange(4, device="meta")[:, None] - torch.arange(4, device="meta")
+        return x * (relative + torch.tensor(3).to("meta"))
+    gm = make_fx(positions, tracing_mode="fake")(torch.empty(4, 4, device="meta"))
+    copies = [n for n in gm.graph.nodes if n.target is torch.ops.aten._to_copy.default]
+    assert len(copies) == 1, gm.code
+    fake_mode = copies[0].meta["val"].fake_mode
+    with fake_mode:  # Dynamo's, active while a forward compiles
+        constants_on_their_readers_devices(gm)
+    targets = [n.target for n in gm.graph.nodes]
+    assert torch.ops.aten._to_copy.default not in targets, gm.code
+    assert torch.ops.aten.arange.start_step in targets or \
+        torch.ops.aten.arange.default in targets, gm.code
+    kept = [value for name, value in gm.named_buffers() if name.startswith("_tessel_constant")]
+    assert len(kept) == 1 and kept[0].device.type == "meta", kept

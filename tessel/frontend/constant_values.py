@@ -102,14 +102,16 @@ def _folding(gm: torch.fx.GraphModule, constant: dict, folds: list[torch.fx.Node
     return evaluated([node for node in gm.graph.nodes if node in needed], gm)
 
 
-def _foldable(node: torch.fx.Node, constant: dict) -> bool:
-    """Whether `node` is a constant tensor of static shape, small enough to keep, that
-    a node computed at each call reads."""
+def _keepable(node: torch.fx.Node, constant: dict) -> bool:
+    """Whether `node` is a constant tensor of static shape, small enough to keep."""
     value = node.meta.get("val")
     return constant[node] and isinstance(value, torch.Tensor) and \
-        _is_static(list(value.shape)) and \
-        value.numel() * value.element_size() <= _MOST_BYTES and \
-        any(not constant[user] for user in node.users)
+        _is_static(list(value.shape)) and value.numel() * value.element_size() <= _MOST_BYTES
+
+
+def _foldable(node: torch.fx.Node, constant: dict) -> bool:
+    """Whether `node` is a constant worth keeping that a node computed at each call reads."""
+    return _keepable(node, constant) and any(not constant[user] for user in node.users)
 
 
 def _constants(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, bool]:
@@ -142,6 +144,12 @@ def _device(node: torch.fx.Node) -> torch.device | None:
     return value.device if isinstance(value, torch.Tensor) else None
 
 
+def _crosses(node: torch.fx.Node) -> bool:
+    """Whether `node` reads a tensor of another device than its own (a copy between
+    devices)."""
+    return any(_device(n) not in (None, _device(node)) for n in node.all_input_nodes)
+
+
 def constants_on_their_readers_devices(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """`gm` (changed in place) with each constant that crosses devices computed now and
     kept on the device that reads it: a CPU constant that a CUDA op reads (DeBERTa's
@@ -149,28 +157,35 @@ def constants_on_their_readers_devices(gm: torch.fx.GraphModule) -> torch.fx.Gra
     copied to the GPU (its `torch.tensor(mid - 1).type_as(positions)`). Left in the
     graph, each is a copy between devices that the graph is split around, its CPU
     piece and a copy from pageable memory that waits for the GPU's queue at every call,
-    and a graph with CPU pieces that CUDA graph trees cannot replay."""
+    and a graph with CPU pieces that CUDA graph trees cannot replay. Only the crossing
+    is computed now, also where constants read it (DeBERTa's relative positions, from
+    aranges): what reads it stays in the graph, computed where it is read."""
     constant = _constants(gm)
     moves: dict[torch.fx.Node, torch.device] = {}
     for node in gm.graph.nodes:
-        if not _foldable(node, constant):
+        if not _keepable(node, constant):
             continue
-        readers = {_device(user) for user in node.users if not constant[user]} - {None}
-        if any(_device(n) not in (None, _device(node)) for n in node.all_input_nodes):
-            moves[node] = _device(node)  # a copy between devices
+        # (a copy between devices that reads it is computed now itself)
+        readers = {_device(user) for user in node.users if not _crosses(user)} - {None}
+        if _crosses(node):
+            moves[node] = _device(node)
         elif _device(node).type == "cpu" and len(readers) == 1 and \
                 next(iter(readers)).type == "cuda":
             moves[node] = next(iter(readers))
     if not moves or (values := _folding(gm, constant, list(moves))) is None:
         return gm
-    for node, device in moves.items():
-        traced = node.meta["val"]
-        fake_mode = getattr(traced, "fake_mode", None)
-        if fake_mode is None:
-            continue
-        with unset_fake_temporarily():  # a forward compiles under Dynamo's fake mode
-            value = values[node].to(device)
-        _read_from_constant(gm, node, value, fake_mode.from_tensor(value))
+    kept = {}
+    try:  # an optimization: the graph as it is where it cannot be made
+        for node, device in moves.items():
+            fake_mode = getattr(node.meta["val"], "fake_mode", None)
+            if fake_mode is not None:
+                with unset_fake_temporarily():  # a forward compiles under Dynamo's fake mode
+                    value = values[node].to(device)
+                kept[node] = value, fake_mode.from_tensor(value)
+    except Exception:  # noqa: BLE001
+        return gm
+    for node, (value, traced) in kept.items():
+        _read_from_constant(gm, node, value, traced)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
