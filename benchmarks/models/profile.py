@@ -1,5 +1,6 @@
 """Where a suite model's time goes: torch.profiler over a few calls of eager and of each
-compiled backend, in one process, the GPU kernels (or CPU ops) that take the most time.
+compiled backend, each in a process of its own, the GPU kernels (or CPU ops) that take
+the most time.
 
     python -m benchmarks.models.profile hf_segformer hf_whisper --device cuda
     python -m benchmarks.models.profile hf_mobilenet_v2 --device cpu --threads 2
@@ -7,6 +8,11 @@ compiled backend, in one process, the GPU kernels (or CPU ops) that take the mos
     python -m benchmarks.models.profile hf_llama --device cuda --kind generate --host
     python -m benchmarks.models.profile hf_whisper --device cuda --mode reduce-overhead
     python -m benchmarks.models.profile squeezenet1_1 --device cuda --memory
+
+Each model and backend runs in a process of its own, as the suite's rows do: in one
+process, a backend measured after another ran slower (vit_b_16's default-mode train step on an
+H200: mlir 26.7 ms after Inductor, 16.9 ms alone;
+benchmarks/results/profile_cuda_train_twenty_fifth_session.md).
 
 prints, per model and backend, the time of a call (`--kind train`: of a training step,
 train.py's, each backend on its own copy of the model; `--kind generate`: of a generate
@@ -31,6 +37,8 @@ import io
 import linecache
 import pstats
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -217,6 +225,20 @@ def main(argv: list[str] | None = None) -> None:
                         help="tessel's dump_dir: each mlir graph's stages, kernels and host "
                              "program, to find a profiled kernel by its name")
     args = parser.parse_args(argv)
+    backends = args.backends.split(",")
+    if len(args.models) > 1 or len(backends) > 1:
+        options = list(sys.argv[1:] if argv is None else argv)
+        options = [o for o in options if o not in args.models]
+        for name in args.models:
+            for backend in backends:  # the last --backends given is the one taken
+                subprocess.run([sys.executable, "-m", "benchmarks.models.profile", name,
+                                *options, "--backends", backend], check=False)
+        return
+    profile_one(args, args.models[0], backends[0])
+
+
+def profile_one(args: argparse.Namespace, name: str, backend: str) -> None:
+    """Print the profile of model `name` under `backend`, in this process."""
     if args.threads:
         torch.set_num_threads(args.threads)
     cpu = args.device == "cpu"
@@ -224,37 +246,32 @@ def main(argv: list[str] | None = None) -> None:
     inductor_config.cpp.enable_kernel_profile = cpu
     dtype_name = args.dtype or ("fp32" if cpu else "bf16")
     dtype = measure.DTYPES[dtype_name]
-    for name in args.models:
-        torch.manual_seed(0)
-        spec = find_spec(name, args.kind, dtype_name)
-        built = catalog.build(spec, args.device, args.tiny)
-        for backend in args.backends.split(","):
-            options = None
-            if backend == "mlir":
-                options = {**({"profile_kernels": True} if cpu else {}),
-                           **({"dump_dir": args.dump_dir} if args.dump_dir else {})} or None
-            if args.kind == "train":
-                call = _training_call(spec, built, backend, args.mode, args.device, dtype_name,
-                                      options)
-            elif args.kind == "generate":
-                call = _generation_call(spec, built, backend, args.mode, dtype, options)
-            else:
-                call = _inference_call(built, backend, args.mode, dtype, options)
-            torch._dynamo.reset()
-            with (contextlib.nullcontext() if args.kind == "train" else torch.no_grad()):
-                events = device_profile(call, args.device, args.calls)
-                kernels = tessel_kernel_lines(args.calls, args.top)
-                wall, returned = wall_ms(call, max(args.calls, 10), args.device)
-                host = host_profile_lines(call, args.calls, args.top) if args.host else []
-                if args.memory and not cpu:
-                    host += peak_memory_lines(call, args.top)
-            timing = f" {wall:.3f} ms a call (median, unprofiled)"
-            if not cpu:
-                timing += f", returns after {returned:.3f} ms (the host's share)"
-            print(f"{name} {backend}:" + timing)
-            print("\n".join(summary_lines(events, args.device, args.calls, args.top)
-                            + kernels + host), flush=True)
-
+    torch.manual_seed(0)
+    spec = find_spec(name, args.kind, dtype_name)
+    built = catalog.build(spec, args.device, args.tiny)
+    options = None
+    if backend == "mlir":
+        options = {**({"profile_kernels": True} if cpu else {}),
+                   **({"dump_dir": args.dump_dir} if args.dump_dir else {})} or None
+    if args.kind == "train":
+        call = _training_call(spec, built, backend, args.mode, args.device, dtype_name, options)
+    elif args.kind == "generate":
+        call = _generation_call(spec, built, backend, args.mode, dtype, options)
+    else:
+        call = _inference_call(built, backend, args.mode, dtype, options)
+    with (contextlib.nullcontext() if args.kind == "train" else torch.no_grad()):
+        events = device_profile(call, args.device, args.calls)
+        kernels = tessel_kernel_lines(args.calls, args.top)
+        wall, returned = wall_ms(call, max(args.calls, 10), args.device)
+        host = host_profile_lines(call, args.calls, args.top) if args.host else []
+        if args.memory and not cpu:
+            host += peak_memory_lines(call, args.top)
+    timing = f" {wall:.3f} ms a call (median, unprofiled)"
+    if not cpu:
+        timing += f", returns after {returned:.3f} ms (the host's share)"
+    print(f"{name} {backend}:" + timing)
+    print("\n".join(summary_lines(events, args.device, args.calls, args.top)
+                    + kernels + host), flush=True)
 
 if __name__ == "__main__":
     main()
