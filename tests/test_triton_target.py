@@ -767,6 +767,36 @@ def test_a_transposing_kernel_loads_vectors_along_its_input_in_ptx_for_sm90(tmp_
     assert "ld.global.v4.b32" in ptx and ".shared" in ptx, ptx
 
 
+def test_a_training_batch_norm_s_statistics_are_one_kernel(tmp_path):
+    """A training batch norm sums each channel, then computes over the channels its
+    mean, its inverse deviation and the running statistics' updates: those epilogues
+    run in the sums' row kernel (fuse-sibling-reductions), which writes the four
+    vectors, so the forward launches it and the normalization (which the count's
+    increment joins, fuse-horizontally): two launches, not three (four kernels), and
+    it compiles for sm_90. Outputs and running statistics are eager's."""
+    torch.manual_seed(0)
+    norm = torch.nn.BatchNorm2d(8)
+    reference = copy.deepcopy(norm)
+    x = torch.randn(4, 8, 6, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_triton(lambda x: torch.relu(norm(x)),
+                                                  tmp_path / "dump")(x),
+                                   torch.relu(reference(x)))
+    torch.testing.assert_close(norm.running_mean, reference.running_mean)
+    torch.testing.assert_close(norm.running_var, reference.running_var)
+    assert_compiled()
+    kernels, host = generated_files(tmp_path / "dump")
+    assert len(re.findall(r"^    launch_main_\w+\(", host, re.M)) == 2, host
+    statistics = re.search(r"def (k_\w+)\(in0, in1, in2, in3, out0, out1, out2, out3,", kernels)
+    assert statistics, kernels
+    block = re.search(rf"KernelLauncher\({statistics[1]}, grid=\(8,\), block=(\d+)", host)
+    strides = {f"in0_stride{d}": stride for d, stride in enumerate(x.stride())}
+    strides |= {f"{vector}_stride0": 1 for vector in
+                ("in1", "in2", "in3", "out0", "out1", "out2", "out3")}
+    _ptx_for_sm90(next((tmp_path / "dump").glob("*/*_triton_kernels.py")), statistics[1],
+                  "*fp32", {**strides, "BLOCK": int(block[1])})
+
+
 def _foreach_adam(parameters):
     return torch.optim.Adam(parameters, lr=1e-2, foreach=True)
 

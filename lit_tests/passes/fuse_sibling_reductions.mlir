@@ -125,17 +125,18 @@ func.func @negative_dependent_or_unrelated(%g: tensor<64x196xf32>,
 // A ReLU's backward ahead of a batch norm's: the first loop writes the masked gradient
 // (a convolution's backward reads it) and sums it; the second reads the tile the first
 // wrote, with x. One loop: the second sum reads the masked tile where it is computed,
-// and the combine of the first sum (between the loops) runs after it.
+// and the first sum's epilogue (between the loops) joins it too, reading its row's sum.
 // CHECK-LABEL: func.func @reads_the_tile_the_first_writes
-// CHECK:         %[[FUSED:.*]]:3 = scf.forall (%[[C:.*]]) in (64)
+// CHECK:         %[[FUSED:.*]]:4 = scf.forall (%[[C:.*]]) in (64)
 // CHECK:           %[[MASKED:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
-// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[MASKED]] :
+// CHECK:           %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[MASKED]] :
 // CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[MASKED]], %{{.*}} :
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} ins(%[[SUM]] :
 // CHECK:           scf.forall.in_parallel
 // CHECK-NEXT:        tensor.parallel_insert_slice %[[MASKED]]
 // CHECK-NOT:     scf.forall
-// CHECK:         %[[HALF:.*]] = linalg.generic {{.*}} ins(%[[FUSED]]#1 :
-// CHECK:         return %[[FUSED]]#0, %[[HALF]], %[[FUSED]]#2
+// CHECK-NOT:     linalg.generic
+// CHECK:         return %[[FUSED]]#0, %[[FUSED]]#3, %[[FUSED]]#2
 func.func @reads_the_tile_the_first_writes(%g: tensor<64x196xf32>, %y: tensor<64x196xf32>,
                                            %x: tensor<64x196xf32>, %init: tensor<64xf32>)
     -> (tensor<64x196xf32>, tensor<64xf32>, tensor<64xf32>) {
@@ -242,4 +243,69 @@ func.func @negative_reads_another_tile(%g: tensor<64x196xf32>, %init: tensor<64x
     }
   }
   return %first#0, %first#1, %second : tensor<64x196xf32>, tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+#image = affine_map<(d0, d1) -> (d0, d1)>
+#channel = affine_map<(d0, d1) -> (d0)>
+#vector = affine_map<(d0) -> (d0)>
+
+// A training batch norm's statistics: the sums per channel, then element-wise over the
+// channels their mean, its inverse deviation (from the mean: a chain) and the running
+// mean (with an input): each epilogue is tiled by rows and joins the loop, one kernel
+// where there were four. An op over the channels that reads them through another map
+// (reversed) stays after it.
+// CHECK-LABEL: func.func @a_batch_norm_s_statistics
+// CHECK:         %[[STATS:.*]]:4 = scf.forall (%{{.*}}) in (8)
+// CHECK:           %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK:           %[[MEAN:.*]] = linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} ins(%[[SUM]] :
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} ins(%[[MEAN]] :
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} ins(%[[MEAN]], %{{.*}} :
+// CHECK:           scf.forall.in_parallel
+// CHECK-NOT:     scf.forall
+// CHECK:         %[[REVERSED:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#1 :
+// CHECK:         return %[[STATS]]#2, %[[STATS]]#3, %[[REVERSED]]
+func.func @a_batch_norm_s_statistics(%x: tensor<8x36xf32>, %running: tensor<8xf32>,
+                                     %init: tensor<8xf32>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %n = arith.constant 36.0 : f32
+  %sums = scf.forall (%c) in (8) shared_outs(%out = %init) -> (tensor<8xf32>) {
+    %row = tensor.extract_slice %x[%c, 0] [1, 36] [1, 1] : tensor<8x36xf32> to tensor<1x36xf32>
+    %acc = tensor.extract_slice %out[%c] [1] [1] : tensor<8xf32> to tensor<1xf32>
+    %r = linalg.generic {indexing_maps = [#image, #channel], iterator_types = ["parallel", "reduction"]}
+        ins(%row : tensor<1x36xf32>) outs(%acc : tensor<1xf32>) {
+    ^bb0(%in: f32, %a: f32):
+      %s = arith.addf %in, %a : f32
+      linalg.yield %s : f32
+    } -> tensor<1xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %r into %out[%c] [1] [1] : tensor<1xf32> into tensor<8xf32>
+    }
+  }
+  %mean = linalg.generic {indexing_maps = [#vector, #vector], iterator_types = ["parallel"]}
+      ins(%sums : tensor<8xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %m = arith.divf %in, %n : f32
+    linalg.yield %m : f32
+  } -> tensor<8xf32>
+  %deviation = linalg.generic {indexing_maps = [#vector, #vector], iterator_types = ["parallel"]}
+      ins(%mean : tensor<8xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %d = math.rsqrt %in : f32
+    linalg.yield %d : f32
+  } -> tensor<8xf32>
+  %updated = linalg.generic {indexing_maps = [#vector, #vector, #vector], iterator_types = ["parallel"]}
+      ins(%mean, %running : tensor<8xf32>, tensor<8xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %r: f32, %o: f32):
+    %u = arith.addf %in, %r : f32
+    linalg.yield %u : f32
+  } -> tensor<8xf32>
+  %reversed = linalg.generic {indexing_maps = [affine_map<(d0) -> (7 - d0)>, #vector],
+                              iterator_types = ["parallel"]}
+      ins(%mean : tensor<8xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  } -> tensor<8xf32>
+  return %deviation, %updated, %reversed : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }

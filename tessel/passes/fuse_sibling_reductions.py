@@ -4,9 +4,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
-from tessel.passes.fuse_returned_producers import elementwise
 from tessel.passes.registry import ModulePass, register
-from tessel.passes.transform_script import apply_transform_script, match_marked
+from tessel.passes.transform_script import apply_to_marked, apply_transform_script, match_marked
 
 _FIRST, _SECOND = "tessel.sibling_first", "tessel.sibling_second"
 _TILE = "tessel.sibling_tile"  # on a read of the first loop's tile: which result
@@ -18,8 +17,12 @@ _SLICE_ATTRIBUTES = ("static_offsets", "static_sizes", "static_strides")
 class FuseSiblingReductionsPass(ModulePass):
     """fuse-sibling-reductions: two tiled reductions over the same rows become one loop
     (transform.loop.fuse_sibling) when they read the same tensor, or when the second
-    reads the tile of an element-wise result that the first writes: one kernel then
-    reads the rows once for both.
+    reads the tile of a result that the first writes: one kernel then reads the rows
+    once for both. So does an epilogue, an element-wise op over a loop's rows that
+    reads that loop's results per row, tiled by rows first (a batch norm's mean,
+    variance, inverse deviation and running statistics, from its sums per channel:
+    each was a kernel of its own, four launches and five buffers of a training batch
+    norm's forward where Inductor has two).
 
     A batch norm's backward sums the gradient, and the gradient times x - mean, per
     channel: two reductions over the same image, each its own kernel (and, split, two
@@ -37,7 +40,9 @@ class FuseSiblingReductionsPass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         with module.context:
-            while (pair := _sibling_pair(module)) is not None:
+            while (pair := _sibling_pair(module)) is not None or _tile_an_epilogue(module):
+                if pair is None:
+                    continue  # an epilogue tiled: its loop is the next pair's second
                 first, second = pair
                 first.attributes[_FIRST] = ir.UnitAttr.get()
                 second.attributes[_SECOND] = ir.UnitAttr.get()
@@ -57,16 +62,18 @@ class FuseSiblingReductionsPass(ModulePass):
 
 def _row_signature(loop: ir.Operation) -> tuple | None:
     """The loop's bounds and the shapes of the rows its reductions read, where it is a
-    tiled reduction of `main` (an scf.forall with a reduction generic in it)."""
+    tiled loop of `main` (an scf.forall): a reduction's, or with no rows, an epilogue's
+    (fuse-tiles' loop of element-wise ops over a reduction's results, one row each)."""
     if loop.name != "scf.forall" or loop.parent.name != "func.func" \
             or len(loop.operands) != len(loop.results):  # a bound of dynamic size
         return None
     rows = []
-    for op in ir.ops_where(loop, lambda op: op.name == "linalg.generic"):
+    generics = list(ir.ops_where(loop, lambda op: op.name == "linalg.generic"))
+    for op in generics:
         iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
         if any("reduction" in i for i in iterators):
             rows.append(tuple(ir.ShapedType(op.operands[0].type).shape))
-    if not rows:
+    if not rows and not all(ir.ShapedType(op.results[0].type).rank == 1 for op in generics):
         return None
     bounds = tuple(str(loop.attributes[name]) for name in
                    ("staticLowerBound", "staticUpperBound", "staticStep"))
@@ -101,11 +108,15 @@ def _sibling_pair(module: ir.Operation) -> tuple[ir.Operation, ir.Operation] | N
         loops = [(op, signature) for op in ops if (signature := _row_signature(op)) is not None]
         for index, (first, signature) in enumerate(loops):
             shared = _tensors_read(first)
+            if not signature[1]:
+                continue  # an epilogue: it joins a reduction's loop, not the other way
             for second, other in loops[index + 1:]:
-                if other != signature:
+                epilogue = not other[1]
+                if other[0] != signature[0] or (other != signature and not epilogue):
                     continue
                 tiles = _tiles_read(first, second)
-                if tiles is None or not (tiles or shared & _tensors_read(second)):
+                if tiles is None or not (tiles or (shared & _tensors_read(second)
+                                                   and not epilogue)):
                     continue
                 below = _readers_of(first, ops[position[first] + 1:position[second]])
                 if any(ir.operation_of(value.owner) in below
@@ -121,6 +132,78 @@ def _sibling_pair(module: ir.Operation) -> tuple[ir.Operation, ir.Operation] | N
                         ir.IntegerType.get_signless(64), result)
                 return first, second
     return None
+
+
+_EPILOGUE = "tessel.epilogue"
+
+
+def _tile_an_epilogue(module: ir.Operation) -> bool:
+    """Tile one epilogue by single rows, into a loop that fuses with the row loop whose
+    results it reads; whether there was one. An epilogue is a one-dim element-wise
+    generic of `main` that reads results of a loop of one row per iteration (each
+    written at the iteration's index), and otherwise only values defined before that
+    loop, all along its one dim (or 0-d): then nothing keeps the two loops apart. (A
+    reduction that is no loop, a split reduction's combine reduced at each point, keeps
+    its epilogues apart: made a loop for them, it left the combo kernel it had shared
+    with its neighbours, in more launches than it saved.)"""
+    for function in ir.defined_functions(module):
+        ops = [op.operation for op in function.regions[0].blocks[0].operations]
+        position = {op: index for index, op in enumerate(ops)}
+        for op in ops:
+            if _epilogue_loop(op, position) is not None:
+                apply_to_marked(module, [op], _EPILOGUE, [
+                    match_marked("%epilogue", _EPILOGUE),
+                    "%tiled, %loop = transform.structured.tile_using_forall %epilogue "
+                    "tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, "
+                    "!transform.any_op)"])
+                return True
+    return False
+
+
+def _epilogue_loop(op: ir.Operation, position: dict) -> ir.Operation | None:
+    """The row loop whose results `op` reads as an epilogue (_tile_an_epilogue), or None."""
+    if op.name != "linalg.generic" or len(op.results) != 1 or \
+            [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])] != \
+            ["#linalg.iterator_type<parallel>"] or \
+            not ir.ShapedType(op.results[0].type).has_static_shape:
+        return None
+    inputs = list(op.operands)[:len(op.operands) - 1]
+    loops = {ir.operation_of(v.owner) for v in inputs} & set(position)
+    loops = [loop for loop in loops if _row_signature(loop) is not None
+             and _row_signature(loop)[1]]
+    if len(loops) != 1:
+        return None
+    (loop,) = loops
+    read = {value for value in inputs if value in list(loop.results)}
+    if not _one_row_each(loop, read, ir.ShapedType(op.results[0].type).shape[0]):
+        return None
+    for value, indexing in zip(inputs, ir.indexing_maps(op)):
+        owner = ir.operation_of(value.owner)
+        rank = ir.ShapedType(value.type).rank if isinstance(value.type, ir.ShapedType) else 0
+        if rank and str(indexing) != "(d0) -> (d0)":
+            return None
+        if owner is not None and owner != loop and owner in position and \
+                position[owner] > position[loop]:
+            return None
+    return loop
+
+
+def _one_row_each(loop: ir.Operation, read: set, rows: int) -> bool:
+    """Whether `loop` runs `rows` iterations of one induction variable, each writing one
+    element of each result in `read` (vectors), at the index of its iteration."""
+    block = loop.regions[0].blocks[0]
+    bounds = [list(ir.DenseI64ArrayAttr(loop.attributes[name])) for name in
+              ("staticLowerBound", "staticUpperBound", "staticStep")]
+    if len(block.arguments) - len(loop.results) != 1 or bounds != [[0], [rows], [1]]:
+        return False
+    inserts = _inserts(loop)
+    for index, result in enumerate(loop.results):
+        if result not in read:
+            continue
+        offsets, sizes, _ = ir.mixed_values(inserts[index], _SLICE_ATTRIBUTES, 2)
+        if sizes != [1] or _tile_of(offsets[0], loop) != ["iv", 0]:
+            return False
+    return True
 
 
 def _fills(op: ir.Operation) -> bool:
@@ -176,8 +259,8 @@ def _same_slice(extract: ir.Operation, second: ir.Operation,
 def _tiles_read(first: ir.Operation, second: ir.Operation) -> list | None:
     """The reads of the first loop's results in the second loop, as (the
     tensor.extract_slice, the result's index), where each is an extract_slice in its
-    body of the tile the first loop writes of an element-wise result, in the same
-    iteration; else None."""
+    body of the tile the first loop writes, in the same iteration; else None. (A tile
+    holds its rows' values whole: a reduction's too, which reduces within a row.)"""
     inserts = _inserts(first)
     tiles = []
     for index, result in enumerate(first.results):
@@ -187,7 +270,7 @@ def _tiles_read(first: ir.Operation, second: ir.Operation) -> list | None:
                 continue
             insert = inserts.get(index)
             if reader.name != "tensor.extract_slice" or reader.parent != second \
-                    or insert is None or not _written_by_elementwise(insert.operands[0]) \
+                    or insert is None or not _written_in_the_loop(insert.operands[0]) \
                     or reader.results[0].type != insert.operands[0].type \
                     or not _same_slice(reader, second, insert, first):
                 return None
@@ -195,9 +278,9 @@ def _tiles_read(first: ir.Operation, second: ir.Operation) -> list | None:
     return tiles
 
 
-def _written_by_elementwise(value: ir.Value) -> bool:
+def _written_in_the_loop(value: ir.Value) -> bool:
     owner = ir.operation_of(value.owner)
-    return owner is not None and elementwise(owner)
+    return owner is not None and owner.name == "linalg.generic"
 
 
 def _nested_in(op: ir.Operation, ancestor: ir.Operation) -> bool:
