@@ -63,7 +63,7 @@ class FuseSiblingReductionsPass(ModulePass):
 def _row_signature(loop: ir.Operation) -> tuple | None:
     """The loop's bounds and the shapes of the rows its reductions read, where it is a
     tiled loop of `main` (an scf.forall): a reduction's, or with no rows, an epilogue's
-    (fuse-tiles' loop of element-wise ops over a reduction's results, one row each)."""
+    (_tile_an_epilogue's loop of element-wise ops over reductions' results)."""
     if loop.name != "scf.forall" or loop.parent.name != "func.func" \
             or len(loop.operands) != len(loop.results):  # a bound of dynamic size
         return None
