@@ -273,5 +273,6 @@ def profile_one(args: argparse.Namespace, name: str, backend: str) -> None:
     print("\n".join(summary_lines(events, args.device, args.calls, args.top)
                     + kernels + host), flush=True)
 
+
 if __name__ == "__main__":
     main()

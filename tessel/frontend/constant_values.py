@@ -93,7 +93,7 @@ def _read_from_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, value: to
     node.replace_all_uses_with(attribute)
 
 
-def _folding(gm: torch.fx.GraphModule, constant: dict, folds: list[torch.fx.Node]) -> dict | None:
+def _folding(gm: torch.fx.GraphModule, folds: list[torch.fx.Node]) -> dict | None:
     """The values of `folds` and of the constants they read, computed now."""
     needed = set(folds)
     for node in reversed(gm.graph.nodes):
@@ -130,7 +130,7 @@ def folded_constants(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         assembled[node] = constant[node] and (node.target in _ASSEMBLING or any(
             assembled[n] for n in node.all_input_nodes))
     folds = [node for node in gm.graph.nodes if assembled[node] and _foldable(node, constant)]
-    if not folds or (values := _folding(gm, constant, folds)) is None:
+    if not folds or (values := _folding(gm, folds)) is None:
         return gm
     for node in folds:
         _read_from_constant(gm, node, values[node], node.meta["val"])
@@ -172,7 +172,7 @@ def constants_on_their_readers_devices(gm: torch.fx.GraphModule) -> torch.fx.Gra
         elif _device(node).type == "cpu" and len(readers) == 1 and \
                 next(iter(readers)).type == "cuda":
             moves[node] = next(iter(readers))
-    if not moves or (values := _folding(gm, constant, list(moves))) is None:
+    if not moves or (values := _folding(gm, list(moves))) is None:
         return gm
     kept = {}
     try:  # an optimization: the graph as it is where it cannot be made

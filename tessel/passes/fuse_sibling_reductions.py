@@ -112,7 +112,7 @@ def _sibling_pair(module: ir.Operation) -> tuple[ir.Operation, ir.Operation] | N
                 continue  # an epilogue: it joins a reduction's loop, not the other way
             for second, other in loops[index + 1:]:
                 epilogue = not other[1]
-                if other[0] != signature[0] or (other != signature and not epilogue):
+                if other[0] != signature[0] or (not epilogue and other[1] != signature[1]):
                     continue
                 tiles = _tiles_read(first, second)
                 if tiles is None or not (tiles or (shared & _tensors_read(second)
@@ -169,8 +169,7 @@ def _epilogue_loop(op: ir.Operation, position: dict) -> ir.Operation | None:
         return None
     inputs = list(op.operands)[:len(op.operands) - 1]
     loops = {ir.operation_of(v.owner) for v in inputs} & set(position)
-    loops = [loop for loop in loops if _row_signature(loop) is not None
-             and _row_signature(loop)[1]]
+    loops = [loop for loop in loops if (signature := _row_signature(loop)) and signature[1]]
     if len(loops) != 1:
         return None
     (loop,) = loops

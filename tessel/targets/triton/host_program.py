@@ -1049,7 +1049,6 @@ class _HostWriter:
         self.records.append(Bind(name, call, tuple(reads), fresh,
                                  check=f"{laid_out} = {name}.stride() == {stride}"))
         self.layouts[name] = strided_views.Layout(shape, stride, 0, laid_out)
-        self.viewed_input[name] = name
         final = tuple(ir.ShapedType(result.type).shape)
         if final == shape:
             self.names[result] = name
@@ -1293,24 +1292,21 @@ class _HostWriter:
         if value is None:
             raise UnsupportedKernel(op.name, "a pad with a computed value")
         widths = ", ".join(f"{lo}, {hi}" for lo, hi in zip(reversed(low), reversed(high)))
+        expression = f"torch.nn.functional.pad({source}, ({widths}), value={value})"
+        layout = self.layouts.get(source)
+        shape = tuple(ir.ShapedType(op.results[0].type).shape)
         if source in self.weights and value.lstrip("-") in ("0", "0.0") and all(
                 isinstance(w, int) for w in (*low, *high)):
             self.converts_weights = True
             expression = f"padded_weight({source}, ({widths}), capturing)"
-            # Planned as possibly a view of its input, as conservatively as before.
-            self.bind(op.results[0], expression, reads, fresh=False)
+        elif layout is not None and ir.ShapedType(op.results[0].type).has_static_shape:
+            # aten pads into the image's memory format (suggest_memory_format)
+            channels_last = len(shape) == 4 and \
+                layouts.laid_out_channels_last(list(layout.size), list(layout.stride))
+            self.aten_result(op.results[0], expression, shape, reads, channels_last, fresh=False)
             return
-        expression = f"torch.nn.functional.pad({source}, ({widths}), value={value})"
-        layout = self.layouts.get(source)
-        shape = tuple(ir.ShapedType(op.results[0].type).shape)
-        if layout is None or not ir.ShapedType(op.results[0].type).has_static_shape:
-            self.bind(op.results[0], expression, reads, fresh=False)
-            return
-        # aten pads into the image's memory format (suggest_memory_format); planned
-        # as possibly a view of its input, as conservatively as before
-        channels_last = len(shape) == 4 and layout.stride == tuple(
-            layouts.strides(list(layout.size), True)) != tuple(layouts.strides(list(layout.size), False))
-        self.aten_result(op.results[0], expression, shape, reads, channels_last, fresh=False)
+        # Planned as possibly a view of its input, as conservatively as before.
+        self.bind(op.results[0], expression, reads, fresh=False)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,12 @@ def strides(shape: list[int], channels_last: bool) -> list[int]:
     return found
 
 
+def laid_out_channels_last(shape: list[int], stride: list[int]) -> bool:
+    """Whether `stride` are channels-last strides of `shape`, and not also row-major ones
+    (a tensor with one channel or one position is both)."""
+    return list(stride) == strides(shape, True) != strides(shape, False)
+
+
 def _image(value: ir.Value) -> bool:
     return isinstance(value.type, ir.RankedTensorType) and value.type.rank in RANKS
 
@@ -69,7 +75,7 @@ def channels_last_inputs(main: ir.Operation, signature: GraphSignature) -> froze
                 and graph_input.permutation is None and _image(argument)
                 and ir.ShapedType(argument.type).has_static_shape):
             shape = list(ir.ShapedType(argument.type).shape)
-            if list(graph_input.stride) == strides(shape, True) != strides(shape, False):
+            if laid_out_channels_last(shape, graph_input.stride):
                 found.add(position)
     return frozenset(found)
 
