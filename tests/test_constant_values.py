@@ -80,3 +80,26 @@ def test_a_constant_copied_between_devices_is_computed_once_on_its_device():
         torch.ops.aten.arange.default in targets, gm.code
     kept = [value for name, value in gm.named_buffers() if name.startswith("_tessel_constant")]
     assert len(kept) == 1 and kept[0].device.type == "meta", kept
+
+
+def test_a_one_element_constant_is_imported_under_dynamo_s_fake_mode():
+    """A forward compiles under Dynamo's fake mode, and the importer reads a one-element
+    constant's value with tolist(), which copies a CUDA tensor to the CPU first: made
+    in fake mode, that copy was a fake tensor without storage, and DeBERTa's graph ran
+    eagerly. A negative view's tolist() copies (resolves the sign) on the CPU too."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from tessel.frontend.importer import import_graph
+    module = torch.nn.Module()
+    module.scale = torch._neg_view(torch.tensor(-2.0))
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    scale = graph.get_attr("scale")
+    product = graph.call_function(torch.ops.aten.mul.Tensor, (x, scale))
+    graph.output((product,))
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    x.meta["val"] = product.meta["val"] = fake_mode.from_tensor(torch.ones(3))
+    scale.meta["val"] = fake_mode.from_tensor(module.scale)
+    with fake_mode:
+        text = str(import_graph(torch.fx.GraphModule(module, graph).graph))
+    assert "torch.vtensor.literal(dense<2.000000e+00> : tensor<f32>)" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import torch.fx
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch_mlir.extras.fx_importer import ContextCache, FxImporter
 
 from tessel import ir
@@ -27,7 +28,11 @@ def import_graph(graph: torch.fx.Graph, new_values: dict[int, int] | None = None
     """
     importer = FxImporter(context=ir.context())
     _name_locations_after_nodes(importer)
-    importer.import_stateless_graph(graph, func_name=ENTRY_POINT)
+    # A one-element constant is imported as a literal, its value read with tolist(): a
+    # CUDA one's copy to the CPU made under Dynamo's fake mode (a forward compiles in
+    # it) would be a fake tensor without storage.
+    with unset_fake_temporarily():
+        importer.import_stateless_graph(graph, func_name=ENTRY_POINT)
     module = importer.module
     with ir.context():
         for op in module.body.operations:
