@@ -172,6 +172,30 @@ def test_a_kernel_that_fails_to_build_at_its_first_launch_falls_back_for_its_nod
     assert any("kernel build" in r for r in counters["fallback_reasons"]), counters
 
 
+def test_an_import_failure_that_names_no_op_falls_back_for_its_node_alone(monkeypatch):
+    """torch-mlir's importer may raise without naming an op (a literal's tolist() made
+    under Dynamo's fake mode ran DeBERTa's whole forward eagerly): the failure is pinned
+    on the node being imported, and the graph splits around it."""
+    from torch_mlir.extras.fx_importer import GraphNodeImporter
+    real_import = GraphNodeImporter._import_torch_op_overload
+
+    def failing_on_sin(self, loc, node, *args, **kwargs):
+        if node.target is torch.ops.aten.sin.default:
+            raise RuntimeError("an injected failure")
+        return real_import(self, loc, node, *args, **kwargs)
+
+    monkeypatch.setattr(GraphNodeImporter, "_import_torch_op_overload", failing_on_sin)
+
+    def fn(x):
+        return torch.exp((x * 2).sin() + 1).sum(0)
+    x = torch.randn(8, 16)
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(x), fn(x))
+    counters = tessel.stats()
+    assert counters["graphs_split"] == 1 and counters["graphs_fallback"] == 0, counters
+    assert counters["graphs_compiled"] >= 1, counters
+    assert any("aten.sin" in r and "injected" in r for r in counters["fallback_reasons"]), counters
+
+
 def test_a_kernel_build_failure_whose_split_raises_runs_the_graph_eagerly(monkeypatch):
     """A kernel that fails to build at its first launch has its graph split around the
     nodes it computes; where that split raises (a compiler bug), the graph runs

@@ -39,7 +39,7 @@ from tessel.frontend.eager_fallback import (
     pinning_build_failures,
 )
 from tessel.frontend.empty_values import allocate_empty_values
-from tessel.frontend.importer import import_graph, torch_op_named_in
+from tessel.frontend.importer import import_graph, node_being_imported, torch_op_named_in
 from tessel.frontend.inference_cache import InferenceMemo
 from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results
 from tessel.frontend.lift_constants import lifted_constants, passing_constants
@@ -271,7 +271,9 @@ def _compile_decomposed(gm: torch.fx.GraphModule, options: Options, stages: Stag
             module = import_graph(import_module.graph, signature.new_values)
         except Exception as error:  # the importer raises many kinds
             message = f"{type(error).__name__}: {error}"
-            raise CompileFailure("import", message, torch_op_named_in(message)) from error
+            node = node_being_imported(error, import_module.graph)
+            raise CompileFailure("import", message, torch_op_named_in(message),
+                                 nodes=frozenset({node.name} if node else ())) from error
     stages.write("torch.mlir", module.__str__)
     module = stages.run_pipeline(module, "linalg", "torch-to-linalg", torch_op_named_in)
     host, kernels = target.compile(module, signature, options, stages, cache_key=cache_key)

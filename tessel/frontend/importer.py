@@ -63,6 +63,21 @@ def _name_locations_after_nodes(importer: FxImporter) -> None:
     importer._cc = _NodeNamedLocations(importer._c, py_attr_tracker=importer._py_attr_tracker)
 
 
+def node_being_imported(error: BaseException, graph: torch.fx.Graph) -> torch.fx.Node | None:
+    """The node of `graph` the importer was importing when it raised `error`: the
+    innermost frame of its traceback whose `node` is one (torch-mlir's importer walks
+    the graph with that name). A failure whose message names no op is pinned on it,
+    so that the graph splits around that node instead of running eagerly whole."""
+    found = None
+    trace = error.__traceback__
+    while trace is not None:
+        node = trace.tb_frame.f_locals.get("node")
+        if isinstance(node, torch.fx.Node) and node.graph is graph:
+            found = node
+        trace = trace.tb_next
+    return found
+
+
 def torch_op_named_in(message: str) -> str | None:
     """The first torch op named in a compiler message (e.g. 'torch.aten.unfold')."""
     match = _TORCH_OP.search(message)
