@@ -228,6 +228,24 @@ def test_a_row_run_in_several_processes_reports_its_median_one(tmp_path):
     assert row["status"] == "fail_to_run" and row["processes"] == 3
 
 
+def test_a_finished_row_records_which_of_its_processes_it_is(tmp_path):
+    """The runner writes its row without the process number, which only the suite
+    knows: without it, the three processes of a row were one key, the report showed the
+    last one written, and a rerun ran processes 2 and 3 again."""
+    from types import SimpleNamespace
+    args = suite.parse_args(["--models", "hf_llama", "--kinds", "generate", "--backends",
+                             "mlir", "--processes", "3"])
+    task = suite.tasks_of(args)[1]
+    row_file = tmp_path / "row.json"
+    written = task.fields(args) | {"phase": "done", "status": "pass", "tokens_per_s": 1000.0}
+    del written["process"]
+    row_file.write_text(json.dumps(written))
+    process = SimpleNamespace(row_file=row_file, fields=task.fields(args))
+    row = suite.Process.row(process, timed_out=False)
+    assert (row["process"], row["tokens_per_s"]) == (2, 1000.0)
+    assert suite.row_key(row) == suite.row_key(task.fields(args))
+
+
 def test_a_train_row_runs_nothing_eagerly_only_with_a_compiled_backward():
     row = {"model": "m", "kind": "train", "backend": "mlir", "graphs_compiled": 2,
            "forward_graphs_compiled": 2, "backward_graphs_compiled": 0, "graphs_fallback": 0,

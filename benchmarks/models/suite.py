@@ -178,8 +178,10 @@ class Process:
 
     def row(self, timed_out: bool) -> dict:
         """The finished row; for a process that died or ran out of time, what it wrote
-        before that, with the status that says so."""
-        row = json.loads(self.row_file.read_text()) if self.row_file.exists() else dict(self.fields)
+        before that, with the status that says so. The task's fields are the row's key
+        (the runner does not know which of the row's --processes it is)."""
+        written = json.loads(self.row_file.read_text()) if self.row_file.exists() else {}
+        row = written | self.fields
         if row.get("phase") != "done":
             phase = row.get("phase") or "start-up"
             if timed_out:
