@@ -1023,15 +1023,20 @@ class _HostWriter:
                 raise UnsupportedKernel(contraction.name,
                                         "a library call tessel has no routine for")
             init = contraction.operands[2]
-            if init not in self.skipped_fills:
-                # Planned as possibly a view of what it reads, as conservatively as before.
-                product, fresh = f"{self.name_of(init)} + {product}", False
-            elif (constant := fill_constant(init)) not in ("0.0", "0"):
-                product = f"{product} + {constant}"
-            elif convolution_shape is not None and ir.ShapedType(op.results[0].type).has_static_shape:
+            from_zero = init in self.skipped_fills and fill_constant(init) in ("0.0", "0")
+            result_type = ir.ShapedType(op.results[0].type)
+            if convolution_shape is not None and from_zero and result_type.has_static_shape:
                 self.aten_result(op.results[0], product, convolution_shape, reads,
                                  bool(self.channels_last) and len(convolution_shape) == 4)
                 return
+            if convolution_shape is not None and convolution_shape != tuple(result_type.shape):
+                # a grouped convolution's (N, G * F, ...) as the result's (N, G, F, ...)
+                product = f"{product}.reshape({_shape_text(list(result_type.shape))})"
+            if init not in self.skipped_fills:
+                # Planned as possibly a view of what it reads, as conservatively as before.
+                product, fresh = f"{self.name_of(init)} + {product}", False
+            elif not from_zero:
+                product = f"{product} + {fill_constant(init)}"
         self.bind(op.results[0], product, reads, fresh)
 
     def aten_result(self, result: ir.Value, call: str, shape: tuple[int, ...],
