@@ -276,6 +276,23 @@ def test_suite_records_a_row_whose_process_dies_before_the_budget(tmp_path, monk
     assert row["status"] == "eager_fail" and "exited with 1" in row["error"]
 
 
+@pytest.mark.parametrize("grace, recorded", [(0, 0), (60, 1)])
+def test_a_row_running_at_the_budget_is_recorded_only_if_it_ends_within_the_grace(
+        tmp_path, monkeypatch, grace, recorded):
+    """A row still running at --budget is stopped and left to the next command, unless it
+    ends within --grace: the work of the rows in flight is not thrown away."""
+    slow_runner = tmp_path / "slow_runner"
+    slow_runner.write_text("#!/bin/sh\nsleep 2\nexit 1\n")
+    slow_runner.chmod(0o755)
+    monkeypatch.setattr(suite.sys, "executable", str(slow_runner))
+    results = tmp_path / "results.jsonl"
+    args = ["--models", "hf_gpt2", "--kinds", "forward", "--backends", "mlir", "--tiny",
+            "--budget", "0.5", "--grace", str(grace), "--results", str(results)]
+    assert suite.run(suite.parse_args(args)) == 1 - recorded
+    rows = results.read_text().splitlines() if results.exists() else []
+    assert len(rows) == recorded
+
+
 def test_suite_starts_another_row_only_while_the_host_has_memory_to_spare(tmp_path,
                                                                           monkeypatch):
     """With the host's available memory below --reserve-gb, rows run one at a time

@@ -13,8 +13,8 @@ each gets cores/jobs compile workers and threads. With --gpus N, a row runs on t
 with the fewest rows running (CUDA_VISIBLE_DEVICES), and still times with every other row
 paused, on every card.
 A row already in --results is skipped, so one command continues another's run: with
---budget, no row starts after that many seconds, and rows still running then are
-stopped and left to the next command. See benchmarks/README.md, "Model suite".
+--budget, no row starts after that many seconds, and rows still running --grace seconds
+later are stopped and left to the next command. See benchmarks/README.md, "Model suite".
 """
 
 from __future__ import annotations
@@ -266,7 +266,10 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="model-suite-") as workdir:
         peers = Path(workdir) / "peers"
         while pending or running:
-            over_budget = args.budget is not None and time.monotonic() - start > args.budget
+            elapsed = time.monotonic() - start
+            over_budget = args.budget is not None and elapsed > args.budget
+            # Rows running at the budget may finish within the grace; later ones are lost.
+            out_of_grace = over_budget and elapsed > args.budget + args.grace
             # One row a poll at most: a row takes its memory after it starts.
             if pending and len(running) < args.jobs and not over_budget and \
                     room_for_another(running, args.reserve_gb):
@@ -275,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
             write_peers(peers, running)
             for process in list(running):
                 timed_out = process.seconds > args.timeout
-                if process.popen.poll() is None and not timed_out and not over_budget:
+                if process.popen.poll() is None and not timed_out and not out_of_grace:
                     continue
                 running.remove(process)
                 if process.popen.poll() is None:
@@ -285,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
                     # Killed or crashed, maybe while it timed: the others it paused go on.
                     for other in running:
                         other.resume()
-                    if over_budget and not timed_out:  # the next command runs it
+                    if out_of_grace and not timed_out:  # the next command runs it
                         print(f"stopped {process.task.label} (budget)", file=sys.stderr)
                         process.remove()
                         continue
@@ -358,8 +361,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="spread the processes over this many cards of the host, each "
                              "row on one (default: each process sees what the machine shows)")
     parser.add_argument("--budget", type=float, default=None,
-                        help="seconds after which no row starts; running ones are stopped "
-                             "and left to the next command")
+                        help="seconds after which no row starts; rows still running "
+                             "--grace seconds later are stopped and left to the next command")
+    parser.add_argument("--grace", type=float, default=0.0,
+                        help="seconds after --budget that running rows have to finish "
+                             "(default 0: stopped at the budget)")
     parser.add_argument("--results", type=Path, default=None,
                         help="JSON lines file, appended to (default: "
                              "benchmarks/results/models_<device>.jsonl)")
