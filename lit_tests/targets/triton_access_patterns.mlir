@@ -295,3 +295,289 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x16xf32> {
   } -> tensor<4x16xf32>
   return %r : tensor<4x16xf32>
 }
+
+// -----
+
+// A layer norm over the last dim with a weight and a bias (GPT-2's, BART's, T5's): the
+// two are read through (d0, d1) -> (d1), at the row's position alone.
+// CHECK-LABEL: def main_kernel_0(
+// CHECK:         tl.load(in0 + in0_stride0*row0 + in0_stride1*(r % 64), mask=mask)
+// CHECK:         tl.load(in1 + in1_stride0*(r % 64), mask=mask)
+// CHECK-NEXT:    tl.load(in2 + in2_stride0*(r % 64), mask=mask)
+// CHECK:         tl.store(out0 + out0_stride0*row0 + out0_stride1*(r % 64), {{v[0-9]+}}, mask=mask)
+// CHECK-NOT:     def main_kernel_1(
+
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> (d0, 0)>
+#map2 = affine_map<(d0, d1) -> (d1)>
+module {
+  func.func @main(%arg0: tensor<8x64xf32>, %arg1: tensor<64xf32>, %arg2: tensor<64xf32>) -> tensor<8x64xf32> attributes {llvm.emit_c_interface} {
+    %cst = arith.constant 0.000000e+00 : f32
+    %cst_0 = arith.constant 1.000000e-05 : f64
+    %cst_1 = arith.constant 6.400000e+01 : f32
+    %0 = tensor.empty() : tensor<8x1xf32>
+    %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<8x1xf32>) -> tensor<8x1xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<8x64xf32>) outs(%1 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.addf %in, %out : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x1xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%2 : tensor<8x1xf32>) outs(%0 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.divf %in, %cst_1 : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x1xf32>
+    %4 = tensor.empty() : tensor<8x64xf32>
+    %5 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %3 : tensor<8x64xf32>, tensor<8x1xf32>) outs(%4 : tensor<8x64xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %14 = arith.subf %in, %in_2 : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x64xf32>
+    %6 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%5, %5 : tensor<8x64xf32>, tensor<8x64xf32>) outs(%4 : tensor<8x64xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %14 = arith.mulf %in, %in_2 : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x64xf32>
+    %7 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%6 : tensor<8x64xf32>) outs(%1 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.addf %in, %out : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x1xf32>
+    %8 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%7 : tensor<8x1xf32>) outs(%0 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.divf %in, %cst_1 : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x1xf32>
+    %9 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%8 : tensor<8x1xf32>) outs(%0 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.truncf %cst_0 : f64 to f32
+      %15 = arith.addf %in, %14 : f32
+      linalg.yield %15 : f32
+    } -> tensor<8x1xf32>
+    %10 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%9 : tensor<8x1xf32>) outs(%0 : tensor<8x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = math.rsqrt %in : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x1xf32>
+    %11 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%5, %10 : tensor<8x64xf32>, tensor<8x1xf32>) outs(%4 : tensor<8x64xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %14 = arith.mulf %in, %in_2 : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x64xf32>
+    %12 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%11, %arg1 : tensor<8x64xf32>, tensor<64xf32>) outs(%4 : tensor<8x64xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %14 = arith.mulf %in, %in_2 : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x64xf32>
+    %13 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%12, %arg2 : tensor<8x64xf32>, tensor<64xf32>) outs(%4 : tensor<8x64xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %14 = arith.addf %in, %in_2 : f32
+      linalg.yield %14 : f32
+    } -> tensor<8x64xf32>
+    return %13 : tensor<8x64xf32>
+  }
+}
+
+// -----
+
+// A layer norm of x.transpose(1, 2) (MLP-Mixer's token mixing reads its rows through
+// (d0, d2, d1)): no transpose is copied; a tile of 32 rows of (n, t) per program reads
+// the row's 8 points at stride in0_stride1 and writes them along memory.
+// CHECK-LABEL: def main_kernel_0(
+// CHECK:         row = tl.program_id(0) * 32 + tl.arange(0, 32)[:, None]
+// CHECK-NEXT:    row0 = (row // 16)
+// CHECK-NEXT:    row1 = (row % 16)
+// CHECK:         tl.load(in0 + in0_stride0*row0 + in0_stride1*(r % 8) + in0_stride2*row1, mask=mask)
+// CHECK:         tl.sum({{v[0-9]+}}, axis=1, keep_dims=True)
+// CHECK:         tl.store(out0 + out0_stride0*row0 + out0_stride1*row1 + out0_stride2*(r % 8), {{v[0-9]+}}, mask=mask)
+// CHECK-NOT:     def main_kernel_1(
+
+#map = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#map1 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+#map2 = affine_map<(d0, d1, d2) -> (d2)>
+module {
+  func.func @main(%arg0: tensor<2x8x16xf32>, %arg1: tensor<8xf32>) -> tensor<2x16x8xf32> attributes {llvm.emit_c_interface} {
+    %cst = arith.constant 0.000000e+00 : f32
+    %cst_0 = arith.constant 1.000000e-05 : f64
+    %cst_1 = arith.constant 8.000000e+00 : f32
+    %cst_2 = arith.constant 1.000000e+00 : f32
+    %0 = tensor.empty() : tensor<2x16x8xf32>
+    %transposed = linalg.transpose ins(%arg0 : tensor<2x8x16xf32>) outs(%0 : tensor<2x16x8xf32>) permutation = [0, 2, 1] 
+    %1 = tensor.empty() : tensor<2x16x1xf32>
+    %2 = linalg.fill ins(%cst : f32) outs(%1 : tensor<2x16x1xf32>) -> tensor<2x16x1xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%transposed : tensor<2x16x8xf32>) outs(%2 : tensor<2x16x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.addf %in, %out : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x1xf32>
+    %4 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%3 : tensor<2x16x1xf32>) outs(%1 : tensor<2x16x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.divf %in, %cst_1 : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x1xf32>
+    %5 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%transposed, %4 : tensor<2x16x8xf32>, tensor<2x16x1xf32>) outs(%0 : tensor<2x16x8xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %14 = arith.subf %in, %in_3 : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x8xf32>
+    %6 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%5, %5 : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%0 : tensor<2x16x8xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %14 = arith.mulf %in, %in_3 : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x8xf32>
+    %7 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%6 : tensor<2x16x8xf32>) outs(%2 : tensor<2x16x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.addf %in, %out : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x1xf32>
+    %8 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%7 : tensor<2x16x1xf32>) outs(%1 : tensor<2x16x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.divf %in, %cst_1 : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x1xf32>
+    %9 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%8 : tensor<2x16x1xf32>) outs(%1 : tensor<2x16x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.truncf %cst_0 : f64 to f32
+      %15 = arith.addf %in, %14 : f32
+      linalg.yield %15 : f32
+    } -> tensor<2x16x1xf32>
+    %10 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%9 : tensor<2x16x1xf32>) outs(%1 : tensor<2x16x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = math.rsqrt %in : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x1xf32>
+    %11 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%5, %10 : tensor<2x16x8xf32>, tensor<2x16x1xf32>) outs(%0 : tensor<2x16x8xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %14 = arith.mulf %in, %in_3 : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x8xf32>
+    %12 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%11, %arg1 : tensor<2x16x8xf32>, tensor<8xf32>) outs(%0 : tensor<2x16x8xf32>) {
+    ^bb0(%in: f32, %in_3: f32, %out: f32):
+      %14 = arith.mulf %in, %in_3 : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x8xf32>
+    %13 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%12 : tensor<2x16x8xf32>) outs(%0 : tensor<2x16x8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %14 = arith.addf %in, %cst_2 : f32
+      linalg.yield %14 : f32
+    } -> tensor<2x16x8xf32>
+    return %13 : tensor<2x16x8xf32>
+  }
+}
+
+// -----
+
+// Squeeze-excite, x * sigmoid(x.mean((2, 3), keepdim=True)): the mean over H, W is a row
+// per (n, c), and its broadcast back over [2, 8, 6, 6] ((d0, d1, 0, 0)) is the same
+// program's epilogue: one kernel, x read once.
+// CHECK-LABEL: def main_kernel_0(
+// CHECK:         row0 = (row // 8)
+// CHECK-NEXT:    row1 = (row % 8)
+// CHECK:         [[X:v[0-9]+]] = tl.load(in0 + in0_stride0*row0 + in0_stride1*row1 + in0_stride2*((r // 6) % 6) + in0_stride3*(r % 6), mask=mask)
+// CHECK:         tl.sum(
+// CHECK:         tl.exp(
+// CHECK:         {{v[0-9]+}} = [[X]] * {{v[0-9]+}}
+// CHECK-NEXT:    tl.store(out0 + out0_stride0*row0 + out0_stride1*row1 + out0_stride2*((r // 6) % 6) + out0_stride3*(r % 6), {{v[0-9]+}}, mask=mask)
+// CHECK-NOT:     def main_kernel_1(
+
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
+module {
+  func.func @main(%arg0: tensor<2x8x6x6xf32>) -> tensor<2x8x6x6xf32> attributes {llvm.emit_c_interface} {
+    %cst = arith.constant 0.000000e+00 : f32
+    %cst_0 = arith.constant 1.000000e+00 : f32
+    %cst_1 = arith.constant 3.600000e+01 : f32
+    %0 = tensor.empty() : tensor<2x8x1x1xf32>
+    %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x8x1x1xf32>) -> tensor<2x8x1x1xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%arg0 : tensor<2x8x6x6xf32>) outs(%1 : tensor<2x8x1x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %7 = arith.addf %in, %out : f32
+      linalg.yield %7 : f32
+    } -> tensor<2x8x1x1xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%2 : tensor<2x8x1x1xf32>) outs(%0 : tensor<2x8x1x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %7 = arith.divf %in, %cst_1 : f32
+      linalg.yield %7 : f32
+    } -> tensor<2x8x1x1xf32>
+    %4 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%3 : tensor<2x8x1x1xf32>) outs(%0 : tensor<2x8x1x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %7 = arith.negf %in : f32
+      %8 = math.exp %7 : f32
+      %9 = arith.addf %8, %cst_0 : f32
+      %10 = arith.divf %cst_0, %9 : f32
+      linalg.yield %10 : f32
+    } -> tensor<2x8x1x1xf32>
+    %5 = tensor.empty() : tensor<2x8x6x6xf32>
+    %6 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %4 : tensor<2x8x6x6xf32>, tensor<2x8x1x1xf32>) outs(%5 : tensor<2x8x6x6xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %7 = arith.mulf %in, %in_2 : f32
+      linalg.yield %7 : f32
+    } -> tensor<2x8x6x6xf32>
+    return %6 : tensor<2x8x6x6xf32>
+  }
+}
+
+// -----
+
+// negative_depthwise: a depthwise convolution stays a library call (cuDNN, which writes
+// channels-last); its epilogue walks the result in that order, the channel fastest
+// (r % 8), against a channels-first iteration space [2, 8, 6, 6].
+// CHECK-NOT:     def main_kernel_1(
+// CHECK-LABEL: def main_kernel_2(
+// CHECK:         tl.load(in0 + in0_stride0*((r // 288) % 2) + in0_stride1*(r % 8) + in0_stride2*((r // 48) % 6) + in0_stride3*((r // 8) % 6), mask=mask)
+// CHECK:         tl.store(out0 + out0_stride0*((r // 288) % 2) + out0_stride1*(r % 8) + out0_stride2*((r // 48) % 6) + out0_stride3*((r // 8) % 6), {{v[0-9]+}}, mask=mask)
+
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+module {
+  func.func @main(%arg0: tensor<2x8x6x6xf32>, %arg1: tensor<8x1x3x3xf32>) -> tensor<2x8x6x6xf32> attributes {llvm.emit_c_interface} {
+    %cst = arith.constant 0.000000e+00 : f32
+    %cst_0 = arith.constant 2.000000e+00 : f32
+    %cst_1 = arith.constant 1.000000e+00 : f32
+    %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+    ^bb0(%arg2: index, %arg3: index, %arg4: index, %arg5: index):
+      tensor.yield %cst : f32
+    } : tensor<2x8x6x6xf32> to tensor<2x8x8x8xf32>
+    %0 = tensor.empty() : tensor<2x8x6x6xf32>
+    %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x8x6x6xf32>) -> tensor<2x8x6x6xf32>
+    %collapsed = tensor.collapse_shape %arg1 [[0, 1], [2], [3]] : tensor<8x1x3x3xf32> into tensor<8x3x3xf32>
+    %2 = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %collapsed : tensor<2x8x8x8xf32>, tensor<8x3x3xf32>) outs(%1 : tensor<2x8x6x6xf32>) -> tensor<2x8x6x6xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%2 : tensor<2x8x6x6xf32>) outs(%0 : tensor<2x8x6x6xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %5 = arith.mulf %in, %cst_0 : f32
+      linalg.yield %5 : f32
+    } -> tensor<2x8x6x6xf32>
+    %4 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%3 : tensor<2x8x6x6xf32>) outs(%0 : tensor<2x8x6x6xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %5 = arith.addf %in, %cst_1 : f32
+      linalg.yield %5 : f32
+    } -> tensor<2x8x6x6xf32>
+    return %4 : tensor<2x8x6x6xf32>
+  }
+}
+
+// -----
+
+// Swin's window partition times a [1, 7, 7, 1] mask: the windows [4, 7, 7, 16] are
+// copied once (the reshape of a permuted view has no strides), and the product reads
+// the mask at (i, j) alone.
+// CHECK-LABEL: def main_kernel_1(
+// CHECK:         tl.load(in0 + in0_stride0*((r // 784) % 4) + in0_stride1*((r // 112) % 7) + in0_stride2*((r // 16) % 7) + in0_stride3*(r % 16), mask=mask)
+// CHECK-NEXT:    tl.load(in1 + in1_stride0*((r // 112) % 7) + in1_stride1*((r // 16) % 7), mask=mask)
+
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0, d1, d2, d3) -> (0, d1, d2, 0)>
+module {
+  func.func @main(%arg0: tensor<1x14x14x16xf32>, %arg1: tensor<1x7x7x1xf32>) -> tensor<4x7x7x16xf32> attributes {llvm.emit_c_interface} {
+    %expanded = tensor.expand_shape %arg0 [[0], [1, 2], [3, 4], [5]] output_shape [1, 2, 7, 2, 7, 16] : tensor<1x14x14x16xf32> into tensor<1x2x7x2x7x16xf32>
+    %0 = tensor.empty() : tensor<1x2x2x7x7x16xf32>
+    %transposed = linalg.transpose ins(%expanded : tensor<1x2x7x2x7x16xf32>) outs(%0 : tensor<1x2x2x7x7x16xf32>) permutation = [0, 1, 3, 2, 4, 5] 
+    %collapsed = tensor.collapse_shape %transposed [[0, 1, 2], [3], [4], [5]] : tensor<1x2x2x7x7x16xf32> into tensor<4x7x7x16xf32>
+    %1 = tensor.empty() : tensor<4x7x7x16xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%collapsed, %arg1 : tensor<4x7x7x16xf32>, tensor<1x7x7x1xf32>) outs(%1 : tensor<4x7x7x16xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %3 = arith.mulf %in, %in_0 : f32
+      linalg.yield %3 : f32
+    } -> tensor<4x7x7x16xf32>
+    return %2 : tensor<4x7x7x16xf32>
+  }
+}
