@@ -169,3 +169,39 @@ def test_negative_a_channels_last_input_of_a_convolution_is_passed_as_it_is(tmp_
         torch.testing.assert_close(compile_triton(conv, tmp_path / "dump")(image), conv(image))
     _, host = generated_files(tmp_path / "dump")
     assert ".permute(" not in host and "torch.convolution(arg" in host, host
+
+
+def _tokens_to_image(tokens, norm_weight, conv_weight):
+    """SegFormer's spatial reduction: normalized [B, N, C] tokens as the [B, C, H, W]
+    image of a strided convolution, whose result is tokens again."""
+    image = torch.nn.functional.layer_norm(tokens, (8,), norm_weight)
+    image = image.view(2, 6, 6, 8).permute(0, 3, 1, 2)
+    return torch.nn.functional.conv2d(image, conv_weight, stride=2).flatten(2).transpose(1, 2)
+
+
+def test_a_transpose_to_the_layout_its_buffer_would_have_is_a_view_not_a_copy(tmp_path):
+    """Row-major [B, H, W, C] tokens permuted to [B, C, H, W] are a channels-last image:
+    the memory a copy kernel would write, so the host takes the view instead."""
+    torch.manual_seed(0)
+    arguments = torch.randn(2, 36, 8), torch.randn(8), torch.randn(8, 8, 2, 2)
+    actual = compile_triton(_tokens_to_image, tmp_path / "dump")(*arguments)
+    torch.testing.assert_close(actual, _tokens_to_image(*arguments))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    launched = re.findall(r"KernelLauncher\((k_\w+),", host)
+    assert launched and not any(name.startswith("k_permute") for name in launched), host
+    assert re.search(r"reinterpret\(buf\d+, \(2, 8, 6, 6\), \(288, 1, 48, 8\), 0\)", host), host
+
+
+def test_a_transpose_of_an_input_of_unknown_layout_is_still_copied(tmp_path):
+    """A graph input's strides are only known at run time: its transpose stays a kernel."""
+    def tokens_as_image(tokens, conv_weight):
+        image = tokens.view(2, 6, 6, 8).permute(0, 3, 1, 2)
+        return torch.nn.functional.conv2d(image, conv_weight, stride=2)
+
+    arguments = torch.randn(2, 36, 8), torch.randn(8, 8, 2, 2)
+    torch.testing.assert_close(compile_triton(tokens_as_image, tmp_path / "dump")(*arguments),
+                               tokens_as_image(*arguments))
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert re.search(r"KernelLauncher\(k_permute_\w+,", host), host

@@ -58,6 +58,29 @@ def _cast_beside_library_call(kernel: ir.Operation) -> bool:
         initializes_library_call(use) for result in kernel.results for use in result.uses)
 
 
+def permuted_copy(kernel: ir.Operation) -> list[int] | None:
+    """Where `kernel` only copies its one input through a permutation of its dims (a
+    transpose that nothing fused into), the permutation torch's `permute` takes to
+    make the result of the input; else None. The Triton host may take that strided
+    view of the input instead of launching it (host_program.HostWriter.permuted_view)."""
+    generic = sole_generic(kernel)
+    if generic is None or len(generic.operands) != 2 or len(kernel.results) != 1:
+        return None
+    block = generic.regions[0].blocks[0]
+    body = [op.operation for op in block.operations]
+    source, result = generic.operands[0], kernel.results[0]
+    if len(body) != 1 or list(body[0].operands) != [block.arguments[0]] or \
+            ir.ShapedType(source.type).element_type != ir.ShapedType(result.type).element_type:
+        return None
+    read, written = ir.indexing_maps(generic)
+    positions = ir.dim_positions(read)
+    if not ir.is_identity_map(written) or sorted(positions) != list(range(written.n_dims)):
+        return None
+    # The input's dim k is the result's dim positions[k]: the result's dim d is the
+    # input's dim positions.index(d).
+    return [positions.index(d) for d in range(written.n_dims)]
+
+
 @register
 @dataclass(frozen=True)
 class FuseHorizontallyPass(ModulePass):
@@ -81,7 +104,8 @@ class FuseHorizontallyPass(ModulePass):
     little beside its run, and alone Triton compiles it once for every copy of it in a
     network's repeated blocks), constant fills (their readers take the constant), kernels that only read
     constants, kernels that only cast beside a library call (the host may fold them
-    into it), and kernels that read or produce sizes known only at run time. A group
+    into it), kernels that only permute a tensor (the host may take a view of it instead),
+    and kernels that read or produce sizes known only at run time. A group
     of one is no combo.
     """
 
@@ -165,7 +189,8 @@ def _launch_arguments(kernel: ir.Operation, max_points: int) -> int | None:
             tensors.append(value)
         elif owner is None or owner.name != "arith.constant":
             return None  # a size, computed at run time
-    if len(tensors) == len(kernel.results) or _cast_beside_library_call(kernel):
+    if len(tensors) == len(kernel.results) or _cast_beside_library_call(kernel) or \
+            permuted_copy(kernel) is not None:
         return None
     if not all(ir.ShapedType(value.type).has_static_shape for value in tensors):
         return None

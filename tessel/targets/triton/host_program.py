@@ -30,6 +30,7 @@ from tessel.passes.fuse_horizontally import (
     COMBO,
     combo_members,
     initializes_library_call,
+    permuted_copy,
 )
 from tessel.passes.write_inputs_in_place import in_place_results
 from tessel.signature import GraphSignature, TensorInput
@@ -603,7 +604,7 @@ class _HostWriter:
             if rounded is not None:
                 self.names[op.results[0]] = self.name_of(rounded)
                 self.taken_as[op.results[0]] = rounded
-            elif launched:
+            elif launched and (COMBO in op.attributes or not self.permuted_view(op)):
                 self.launch(op)
         elif op in self.weight_views:
             self.weight_view(op)
@@ -648,6 +649,36 @@ class _HostWriter:
             self.size_arithmetic(op)
         else:
             raise UnsupportedKernel(op.name, "at the host level of the Triton target")
+
+    def permuted_view(self, op: ir.Operation) -> bool:
+        """Binds the result of a kernel that only permutes its input (permuted_copy) to
+        that strided view of the input, where the view has the strides the kernel's
+        buffer would have, so that its readers see the same tensor: its launch and
+        copy are saved. SegFormer's blocks turn their [B, N, C] tokens into the
+        [B, C, H, W] image a convolution reads: channels-last, the same memory."""
+        permutation = permuted_copy(op)
+        result = op.results[0]
+        if permutation is None or result in self.in_place:
+            return False
+        source = sole_generic(op).operands[0]
+        layout = self.layouts.get(self.names.get(source))
+        shape = ir.ShapedType(result.type).shape
+        if layout is None or layout.guard is not None or \
+                self.stored_element(source) != self.stored_element(result) or \
+                not ir.ShapedType(result.type).has_static_shape:
+            return False
+        size = tuple(layout.size[d] for d in permutation)
+        stride = tuple(layout.stride[d] for d in permutation)
+        wanted = self._strides(result, list(shape))
+        if size != tuple(shape) or any(step != other for step, other, extent
+                                       in zip(stride, wanted, size) if extent != 1):
+            return False
+        with self.reading() as reads:
+            name = self.name_of(source)
+        self.taken_as[result] = source
+        self.view(result, source, f"{name}.permute{tuple(permutation)}", reads,
+                  strided_views.Layout(size, stride, layout.offset))
+        return True
 
     def weight_view(self, op: ir.Operation) -> None:
         """A view between a kernel's rows [O, I * KH * KW] and a weight [O..., I, KH, KW]
