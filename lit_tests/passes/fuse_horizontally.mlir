@@ -286,3 +286,43 @@ func.func @members_of_two_block_sizes(%p: tensor<64x8xf32>, %init: tensor<64xf32
   }) {sym_name = "k1", tessel.gpu = #pointwise} : () -> tensor<32xf32>
   return %s, %b2 : tensor<64xf32>, tensor<32xf32>
 }
+
+// -----
+
+#pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+
+// A kernel that only copies a tensor through a broadcast, (d0, 0, d2), is a copy like
+// any other and joins the combo; one that only permutes its input does not (the Triton
+// host may take it as a strided view of its input instead of launching it).
+// CHECK-LABEL: func.func @copies
+// CHECK:         }) {sym_name = "broadcast", tessel.combo = "copies_combo_0", tessel.gpu =
+// CHECK:         }) {sym_name = "added", tessel.combo = "copies_combo_0", tessel.gpu =
+// CHECK:         }) {sym_name = "transposed", tessel.gpu =
+func.func @copies(%a: tensor<2x1x8xf32>, %b: tensor<32xf32>, %c: tensor<4x8xf32>) -> (tensor<2x4x8xf32>, tensor<32xf32>, tensor<8x4xf32>) {
+  %broadcast_shape = tensor.empty() : tensor<2x4x8xf32>
+  %transposed_shape = tensor.empty() : tensor<8x4xf32>
+  %a2 = "tkern.kernel"() ({
+    %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, 0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<2x1x8xf32>) outs(%broadcast_shape : tensor<2x4x8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<2x4x8xf32>
+    "tkern.yield"(%g) : (tensor<2x4x8xf32>) -> ()
+  }) {sym_name = "broadcast", tessel.gpu = #pointwise} : () -> tensor<2x4x8xf32>
+  %b2 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %d = arith.addf %in, %in : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "added", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  %c2 = "tkern.kernel"() ({
+    %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%c : tensor<4x8xf32>) outs(%transposed_shape : tensor<8x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<8x4xf32>
+    "tkern.yield"(%g) : (tensor<8x4xf32>) -> ()
+  }) {sym_name = "transposed", tessel.gpu = #pointwise} : () -> tensor<8x4xf32>
+  return %a2, %b2, %c2 : tensor<2x4x8xf32>, tensor<32xf32>, tensor<8x4xf32>
+}

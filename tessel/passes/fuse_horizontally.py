@@ -74,7 +74,9 @@ def permuted_copy(kernel: ir.Operation) -> list[int] | None:
         return None
     read, written = ir.indexing_maps(generic)
     positions = ir.dim_positions(read)
-    if not ir.is_identity_map(written) or sorted(positions) != list(range(written.n_dims)):
+    # A broadcast (a constant 0 among the reads) or a projection copies, not permutes.
+    if not ir.is_identity_map(written) or None in positions or \
+            sorted(positions) != list(range(written.n_dims)):
         return None
     # The input's dim k is the result's dim positions[k]: the result's dim d is the
     # input's dim positions.index(d).
