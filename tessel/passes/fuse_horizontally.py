@@ -73,13 +73,12 @@ def permuted_copy(kernel: ir.Operation) -> list[int] | None:
             ir.ShapedType(source.type).element_type != ir.ShapedType(result.type).element_type:
         return None
     read, written = ir.indexing_maps(generic)
-    positions = ir.dim_positions(read)
     # A broadcast (a constant 0 among the reads) or a projection copies, not permutes.
-    if not ir.is_identity_map(written) or None in positions or \
-            sorted(positions) != list(range(written.n_dims)):
+    if not ir.is_identity_map(written) or not read.is_permutation:
         return None
     # The input's dim k is the result's dim positions[k]: the result's dim d is the
     # input's dim positions.index(d).
+    positions = ir.dim_positions(read)
     return [positions.index(d) for d in range(written.n_dims)]
 
 

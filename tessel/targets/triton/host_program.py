@@ -662,15 +662,14 @@ class _HostWriter:
             return False
         source = sole_generic(op).operands[0]
         layout = self.layouts.get(self.names.get(source))
-        shape = ir.ShapedType(result.type).shape
-        if layout is None or layout.guard is not None or \
-                self.stored_element(source) != self.stored_element(result) or \
-                not ir.ShapedType(result.type).has_static_shape:
+        result_type = ir.ShapedType(result.type)
+        if layout is None or layout.guard is not None or not result_type.has_static_shape or \
+                self.stored_element(source) != self.stored_element(result):
             return False
         size = tuple(layout.size[d] for d in permutation)
         stride = tuple(layout.stride[d] for d in permutation)
-        wanted = self._strides(result, list(shape))
-        if size != tuple(shape) or any(step != other for step, other, extent
+        wanted = self._strides(result, list(result_type.shape))
+        if size != tuple(result_type.shape) or any(step != other for step, other, extent
                                        in zip(stride, wanted, size) if extent != 1):
             return False
         with self.reading() as reads:
