@@ -387,3 +387,26 @@ def test_the_profile_tool_runs_each_model_and_backend_in_a_process_of_its_own(mo
     profile.main(["hf_bert", "hf_vit", "--tiny", "--backends", "eager,mlir"])
     assert launched == [[model, "--tiny", "--backends", "eager,mlir", "--backends", backend]
                         for model in ("hf_bert", "hf_vit") for backend in ("eager", "mlir")]
+
+
+def test_shared_caches_run_one_mode_after_the_other_and_mark_the_later_warm(tmp_path,
+                                                                          monkeypatch):
+    """--share-caches: the modes of one model and backend compile into one set of cache
+    directories, never at once, and the later row says its first call found them filled
+    (the report leaves it out of the first-call mean)."""
+    runner = tmp_path / "runner"
+    runner.write_text(f'#!/bin/sh\necho "start $TESSEL_CACHE_DIR" >> {tmp_path}/log\n'
+                      f'mkdir -p "$TESSEL_CACHE_DIR"\nsleep 1\necho end >> {tmp_path}/log\n'
+                      'exit 1\n')
+    runner.chmod(0o755)
+    monkeypatch.setattr(suite.sys, "executable", str(runner))
+    results = tmp_path / "results.jsonl"
+    args = ["--models", "hf_gpt2", "--kinds", "forward", "--backends", "mlir", "--tiny",
+            "--device", "cuda", "--jobs", "2", "--share-caches", "--results", str(results)]
+    assert suite.run(suite.parse_args(args)) == 0
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(r["mode"], r["warm_caches"]) for r in rows] == [("default", False),
+                                                            ("reduce-overhead", True)]
+    start, first, end, start_again, second, end_again = (tmp_path / "log").read_text().split()
+    assert (start, end, start_again, end_again) == ("start", "end", "start", "end")
+    assert first == second

@@ -108,7 +108,8 @@ def summary(rows: list[dict]) -> list[dict]:
                  if (r["kind"], r["dtype"], r["backend"], r["mode"]) == (kind, dtype, backend, mode)]
         good = [r for r in group if passed(r)]
         speedups = [r["speedup"] for r in good if r.get("speedup")]
-        first_calls = [r["first_call_s"] for r in group if r.get("first_call_s") is not None]
+        first_calls = [r["first_call_s"] for r in group
+                       if r.get("first_call_s") is not None and not r.get("warm_caches")]
         eager_free = [r for r in group if r["nothing_eager"]]
         lines.append({
             "kind": kind, "dtype": dtype, "backend": backend, "mode": mode,
@@ -201,7 +202,7 @@ def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
              "fallback reasons or error"],
             [[r["model"], r["source"], r["mode"], r["backend"], r["status"],
               measured_cell(r, "speedup", ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
-              fmt(r.get("first_call_s"), ".1f"), graphs_cell(r),
+              first_call_cell(r), graphs_cell(r),
               str(r.get("kernels", "—")), fmt(r["peak_memory_mib"], ".0f"),
               truncated(r.get("error") or r.get("fallback_reasons"))]
              for r in forward])
@@ -216,7 +217,7 @@ def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
               fmt(r.get("eager_tokens_per_s"), ".0f"), measured_cell(r, "tokens_per_s", ".0f"),
               fmt(r.get("speedup"), ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
               f"{r['matching_tokens']}/{r['new_tokens']}" if "matching_tokens" in r else "—",
-              bool_cell(r.get("first_logits_same")), fmt(r.get("first_call_s"), ".1f"),
+              bool_cell(r.get("first_logits_same")), first_call_cell(r),
               truncated(r.get("error") or r.get("fallback_reasons"))]
              for r in generate])
     train = [r for r in rows if r["kind"] == "train"]
@@ -230,11 +231,18 @@ def markdown(rows: list[dict], lines_: list[dict], device: str) -> str:
              "inaccurate tensors, fallback reasons or error"],
             [[r["model"], r["source"], r["dtype"], r["mode"], r["backend"], r["status"],
               measured_cell(r, "speedup", ".2f", "x"), fmt(r.get("vs_inductor"), ".2f", "x"),
-              fmt(r.get("first_call_s"), ".1f"), graphs_cell(r), str(r.get("kernels", "—")),
+              first_call_cell(r), graphs_cell(r), str(r.get("kernels", "—")),
               fmt(r["peak_memory_mib"], ".0f"),
               truncated(r.get("error") or r.get("inaccurate") or r.get("fallback_reasons"))]
              for r in train])
     return "\n".join(out) + "\n"
+
+
+def first_call_cell(row: dict) -> str:
+    """The first call's seconds; "(warm)" where the row compiled with its other mode's
+    caches filled (suite --share-caches)."""
+    seconds = fmt(row.get("first_call_s"), ".1f")
+    return f"{seconds} (warm)" if row.get("warm_caches") else seconds
 
 
 def graphs_cell(row: dict) -> str:

@@ -61,6 +61,12 @@ class Task:
         return f"{self.spec.name}{kind}{dtype} {self.backend} {self.mode}{again}"
 
     @property
+    def cache_group(self) -> str:
+        """What the rows sharing compile caches (--share-caches) have in common: all but
+        the mode."""
+        return f"{self.spec.name}.{self.spec.kind}.{self.dtype}.{self.backend}.{self.process}"
+
+    @property
     def file_stem(self) -> str:
         return (f"{self.spec.name}.{self.spec.kind}.{self.dtype}.{self.backend}.{self.mode}"
                 f".{self.process}")
@@ -134,12 +140,16 @@ class Process:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{task.file_stem}.", dir=workdir))
         self.row_file = self.dir / "row.json"
         self.log = logs / f"{task.file_stem}.log"
+        caches = workdir / "caches" / task.cache_group if args.share_caches else self.dir
+        # A row that finds its group's caches filled compiles partly from them: its first
+        # call is not a cold one (the report leaves it out of the first-call mean).
+        self.fields["warm_caches"] = caches.exists() and caches != self.dir
         share = max(1, (os.cpu_count() or 1) // args.jobs)
         threads = args.threads or share
         env = dict(os.environ, PYTHONUNBUFFERED="1",
-                   TORCHINDUCTOR_CACHE_DIR=str(self.dir / "inductor"),
-                   TESSEL_CACHE_DIR=str(self.dir / "tessel"),
-                   TRITON_CACHE_DIR=str(self.dir / "triton"),
+                   TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
+                   TESSEL_CACHE_DIR=str(caches / "tessel"),
+                   TRITON_CACHE_DIR=str(caches / "triton"),
                    TORCHINDUCTOR_COMPILE_THREADS=str(share),
                    TESSEL_COMPILE_PROCESSES=str(share),
                    **{measure.PEERS_ENV: str(peers)})
@@ -227,6 +237,13 @@ def room_for_another(running: list[Process], reserve_gb: float) -> bool:
     return not running or available_memory_gb() >= reserve_gb
 
 
+def next_task(pending: list[Task], running: list[Process], share_caches: bool) -> Task | None:
+    """The first pending task; with shared caches, the first whose cache group has no row
+    running (the later mode waits for the earlier one's compiled code)."""
+    busy = {p.task.cache_group for p in running} if share_caches else set()
+    return next((t for t in pending if t.cache_group not in busy), None)
+
+
 def least_loaded_gpu(gpus: int | None, running: list[Process]) -> int | None:
     """The card with the fewest running rows (the lowest index of those), None without --gpus."""
     if gpus is None:
@@ -271,9 +288,11 @@ def run(args: argparse.Namespace) -> int:
             # Rows running at the budget may finish within the grace; later ones are lost.
             out_of_grace = over_budget and elapsed > args.budget + args.grace
             # One row a poll at most: a row takes its memory after it starts.
-            if pending and len(running) < args.jobs and not over_budget and \
+            task = next_task(pending, running, args.share_caches)
+            if task and len(running) < args.jobs and not over_budget and \
                     room_for_another(running, args.reserve_gb):
-                running.append(Process(pending.pop(0), args, Path(workdir), logs, peers,
+                pending.remove(task)
+                running.append(Process(task, args, Path(workdir), logs, peers,
                                        least_loaded_gpu(args.gpus, running)))
             write_peers(peers, running)
             for process in list(running):
@@ -366,6 +385,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--grace", type=float, default=0.0,
                         help="seconds after --budget that running rows have to finish "
                              "(default 0: stopped at the budget)")
+    parser.add_argument("--share-caches", action="store_true",
+                        help="the modes of one model and backend share compile caches, one "
+                             "mode's row after the other's: the later compiles partly from "
+                             "the earlier's code (same kernels, a warm first call) and a "
+                             "whole train run fits a GPU session")
     parser.add_argument("--results", type=Path, default=None,
                         help="JSON lines file, appended to (default: "
                              "benchmarks/results/models_<device>.jsonl)")
