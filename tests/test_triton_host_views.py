@@ -205,3 +205,31 @@ def test_a_transpose_of_an_input_of_unknown_layout_is_still_copied(tmp_path):
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
     assert re.search(r"KernelLauncher\(k_permute_\w+,", host), host
+
+
+def _embedded_heads(ids, token_table, position_table, weight):
+    """GPT-2's first forward piece in training, before its attention: token and position
+    embeddings, and the heads of a projection transposed for the attention kernel."""
+    positions = torch.arange(ids.shape[1]).unsqueeze(0)
+    hidden = torch.nn.functional.embedding(ids, token_table) + \
+        torch.nn.functional.embedding(positions, position_table)
+    heads = (hidden.view(-1, 8) @ weight).view(1, ids.shape[1], 2, 4).transpose(1, 2)
+    return positions, hidden, heads
+
+
+def test_a_kernel_with_no_results_is_launched_not_taken_for_a_view(tmp_path):
+    """At 512 positions the position embedding's gather, fused into its reader, leaves a
+    kernel that only checks its indices (cf.assert) and returns nothing; the host asked
+    such a kernel for its result to see whether it was a permuted copy, and
+    hf_gpt2's and hf_t5's training forwards ran a piece eagerly (IndexError)."""
+    torch.manual_seed(0)
+    arguments = (torch.randint(0, 10, (1, 512)), torch.randn(10, 8), torch.randn(1024, 8),
+                 torch.randn(8, 8))
+    with torch.no_grad():
+        actual = compile_triton(_embedded_heads, tmp_path / "dump")(*arguments)
+    for got, expected in zip(actual, _embedded_heads(*arguments)):
+        torch.testing.assert_close(got, expected)
+    assert_compiled()
+    (graph,) = (tmp_path / "dump").iterdir()
+    assert re.search(r'^    "tkern.kernel"\(\) \(\{', (graph / "04_gpu.mlir").read_text(),
+                     re.MULTILINE)

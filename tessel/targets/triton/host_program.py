@@ -656,10 +656,10 @@ class _HostWriter:
         buffer would have, so that its readers see the same tensor: its launch and
         copy are saved. SegFormer's blocks turn their [B, N, C] tokens into the
         [B, C, H, W] image a convolution reads: channels-last, the same memory."""
-        permutation = permuted_copy(op)
-        result = op.results[0]
-        if permutation is None or result in self.in_place:
+        permutation = permuted_copy(op)  # None for a kernel of no results too
+        if permutation is None or op.results[0] in self.in_place:
             return False
+        result = op.results[0]
         source = sole_generic(op).operands[0]
         layout = self.layouts.get(self.names.get(source))
         result_type = ir.ShapedType(result.type)
