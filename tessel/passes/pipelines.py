@@ -51,7 +51,10 @@ register_pipeline(
     # ~10% faster than one single-threaded call per row block with its epilogue fused
     # (MLP, 2 cores); the GPU's gemm kernels fuse their epilogues.
     + _fusion("fuse-tiles{gemm-epilogues=false}") +
-    "overwrite-zero-accumulators,tile-for-threads,contiguous-innermost-loop,"
+    # A broadcast operand's square roots and divisions (a batch norm's scale) once per
+    # channel, not per point: after fusion, which would fuse them back in.
+    "overwrite-zero-accumulators,hoist-broadcast-invariants,tile-for-threads,"
+    "contiguous-innermost-loop,"
     "hold-half-in-f32,approximate-math,reassociate-reductions,reciprocal-division,distinct-results,form-kernels,"
     "write-inputs-in-place)",
     "check the CPU contract, fuse elementwise chains and reductions into row loops, tile for threads",

@@ -45,6 +45,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.fuse_into_scatters",
     "tessel.passes.fuse_tiles",
     "tessel.passes.generalize_named_ops",
+    "tessel.passes.hoist_broadcast_invariants",
     "tessel.passes.hoist_size_computations",
     "tessel.passes.inline_gathered_producers",
     "tessel.passes.hold_half_in_f32",
