@@ -143,7 +143,7 @@ class Process:
         caches = workdir / "caches" / task.cache_group if args.share_caches else self.dir
         # A row that finds its group's caches filled compiles partly from them: its first
         # call is not a cold one (the report leaves it out of the first-call mean).
-        self.fields["warm_caches"] = caches.exists() and caches != self.dir
+        self.fields["warm_caches"] = args.share_caches and caches.exists()
         share = max(1, (os.cpu_count() or 1) // args.jobs)
         threads = args.threads or share
         env = dict(os.environ, PYTHONUNBUFFERED="1",

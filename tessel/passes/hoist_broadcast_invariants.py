@@ -31,29 +31,23 @@ def _broadcast_groups(generic: ir.Operation, inputs: int) -> dict[str, list[int]
         positions = ir.dim_positions(affine_map)
         # Over parallel dims only: a window's or a reduction's dims would repeat the
         # value at every step of the window.
-        if 0 < len(positions) < affine_map.n_dims and None not in positions and \
-                len(set(positions)) == len(positions) and set(positions) <= parallel and \
+        if affine_map.is_projected_permutation and 0 < len(positions) < affine_map.n_dims \
+                and set(positions) <= parallel and \
                 ir.ShapedType(generic.operands[number].type).has_static_shape:
             groups[str(affine_map)].append(number)
     return groups
 
 
-def _inside(value: ir.Value, generic: ir.Operation) -> bool:
-    """Whether `value` is one of the generic's block arguments or body values."""
-    if isinstance(value.owner, ir.Block):
-        return value.owner == generic.regions[0].blocks[0]
-    return ir.operation_of(value.owner).parent == generic
-
-
 def _invariant_ops(generic: ir.Operation, arguments: set) -> list[ir.Operation]:
     """The body's ops computed from `arguments`, values from above and constants alone."""
     invariant, values = [], set(arguments)
+    above = set(ir.values_read_from_above(generic))
     for op in generic.regions[0].blocks[0].operations:
         op = op.operation
         if op.name in ("linalg.yield", "linalg.index") or len(op.regions) or \
                 len(op.results) != 1:
             continue
-        if all(operand in values or not _inside(operand, generic) for operand in op.operands):
+        if all(operand in values or operand in above for operand in op.operands):
             invariant.append(op)
             values.add(op.results[0])
     return invariant

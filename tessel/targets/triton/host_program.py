@@ -657,9 +657,11 @@ class _HostWriter:
         copy are saved. SegFormer's blocks turn their [B, N, C] tokens into the
         [B, C, H, W] image a convolution reads: channels-last, the same memory."""
         permutation = permuted_copy(op)  # None for a kernel of no results too
-        if permutation is None or op.results[0] in self.in_place:
+        if permutation is None:
             return False
         result = op.results[0]
+        if result in self.in_place:
+            return False
         source = sole_generic(op).operands[0]
         layout = self.layouts.get(self.names.get(source))
         result_type = ir.ShapedType(result.type)
