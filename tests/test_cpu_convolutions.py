@@ -13,12 +13,12 @@ from conftest import assert_compiled
 
 
 def aten_calls(call) -> tuple[int, int]:
-    """How many aten convolutions, and in-place adds of their results into an
-    accumulator, one call of `call` runs."""
+    """How many oneDNN convolutions that add into their output buffer, and fills of an
+    output with zeros first, one call of `call` runs."""
     with profile() as prof:
         call()
     counts = {e.key: e.count for e in prof.key_averages()}
-    return counts.get("aten::convolution", 0), counts.get("aten::add_", 0)
+    return counts.get("mkldnn::_convolution_pointwise_", 0), counts.get("aten::zero_", 0)
 
 
 class ConcatenatedConvolutions(torch.nn.Module):
@@ -35,12 +35,12 @@ class ConcatenatedConvolutions(torch.nn.Module):
 
 
 CASES = {
-    # name: (model, input shape, (aten convolutions, adds into a bias) a call); a
-    # convolution without bias overwrites its output (overwrite-zero-accumulators)
+    # name: (model, input shape, (oneDNN convolutions, outputs zeroed) a call): one with
+    # a bias adds into it, one without overwrites its output (overwrite-zero-accumulators)
     "padded_with_bias": (torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU()),
-                         (2, 3, 12, 12), (1, 1)),
+                         (2, 3, 12, 12), (1, 0)),
     "strided_dilated": (torch.nn.Conv2d(4, 6, 3, stride=2, dilation=2, bias=False),
-                        (2, 4, 15, 15), (1, 0)),
+                        (2, 4, 15, 15), (1, 1)),
     "conv_batch_norm_relu": (torch.nn.Sequential(
         torch.nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False), torch.nn.BatchNorm2d(8),
         torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, padding=1)), (2, 3, 20, 20), (2, 1)),
@@ -49,7 +49,7 @@ CASES = {
     # loops.
     "pointwise_and_depthwise": (torch.nn.Sequential(
         torch.nn.Conv2d(4, 8, 1), torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)),
-        (2, 4, 15, 15), (1, 1)),
+        (2, 4, 15, 15), (1, 0)),
     "small_depthwise": (torch.nn.Sequential(
         torch.nn.Conv2d(8, 8, 7, padding=3, groups=8), torch.nn.ReLU(),
         torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8, bias=False)),
@@ -76,7 +76,7 @@ def test_dynamic_batch_convolution_is_an_aten_call():
         for batch in (2, 3):
             x = torch.randn(batch, 3, 8, 8)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-        assert aten_calls(lambda: compiled(x)) == (1, 1)
+        assert aten_calls(lambda: compiled(x)) == (1, 0)
     assert_compiled()
 
 

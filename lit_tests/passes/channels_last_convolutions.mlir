@@ -44,6 +44,41 @@ func.func @depthwise_of_a_concatenation(%a: tensor<2x4x16x16xf32>, %b: tensor<2x
 
 // -----
 
+// A 1x1 weight larger than its image (MobileNetV2's expansions over 14x14 maps) goes by
+// its image: computed NHWC (by a convolution before it, through a ReLU), the
+// convolution takes its NHWC form, its weight's transpose a reshape; on an image
+// computed NCHW (here an argument) it stays NCHW.
+// CHECK-LABEL: func.func @pointwise_large_weight_by_its_image
+// CHECK:         linalg.conv_2d_nhwc_fhwc
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x14x14x8xf32>, tensor<16x3x3x8xf32>)
+// CHECK:         linalg.transpose ins(%arg4 : tensor<576x16x1x1xf32>) {{.*}} permutation = [0, 2, 3, 1]
+// CHECK:         linalg.conv_2d_nhwc_fhwc
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x12x12x16xf32>, tensor<576x1x1x16xf32>)
+// CHECK:         linalg.conv_2d_nchw_fchw
+// CHECK-SAME:      ins(%arg0, %arg4 : tensor<2x16x12x12xf32>, tensor<576x16x1x1xf32>)
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @pointwise_large_weight_by_its_image(%plain: tensor<2x16x12x12xf32>, %x: tensor<2x8x14x14xf32>, %w: tensor<16x8x3x3xf32>,
+                                               %acc: tensor<2x16x12x12xf32>, %expand: tensor<576x16x1x1xf32>, %acc2: tensor<2x576x12x12xf32>)
+    -> (tensor<2x576x12x12xf32>, tensor<2x576x12x12xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>, tessel.library_call}
+      ins(%x, %w : tensor<2x8x14x14xf32>, tensor<16x8x3x3xf32>) outs(%acc : tensor<2x16x12x12xf32>) -> tensor<2x16x12x12xf32>
+  %empty = tensor.empty() : tensor<2x16x12x12xf32>
+  %relu = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%y : tensor<2x16x12x12xf32>) outs(%empty : tensor<2x16x12x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<2x16x12x12xf32>
+  %z = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>, tessel.library_call}
+      ins(%relu, %expand : tensor<2x16x12x12xf32>, tensor<576x16x1x1xf32>) outs(%acc2 : tensor<2x576x12x12xf32>) -> tensor<2x576x12x12xf32>
+  %u = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>, tessel.library_call}
+      ins(%plain, %expand : tensor<2x16x12x12xf32>, tensor<576x16x1x1xf32>) outs(%acc2 : tensor<2x576x12x12xf32>) -> tensor<2x576x12x12xf32>
+  return %z, %u : tensor<2x576x12x12xf32>, tensor<2x576x12x12xf32>
+}
+
+// -----
+
 // A weight larger than its image would be transposed at every call for little gain (a
 // ResNet's last layers), and a convolution left to loops that is not depthwise (im2col
 // made it a gemm before) is not this pass's: both stay NCHW.

@@ -14,7 +14,15 @@ graph's edges and where an image has readers of both layouts. `library-calls` ha
 the NHWC operands to PyTorch as NCHW views.
 
 The weight is transposed at every call, so a convolution whose weight outnumbers its
-image (`max-weight-share`; a ResNet's last layers) stays NCHW.
+image (`max-weight-share`; a ResNet's last layers) stays NCHW. A 1x1 weight's NHWC form
+is a reshape, a view once bufferized, so such a convolution goes by its neighbours
+instead: NHWC where its image is computed NHWC (transposed back from an earlier NHWC
+convolution, through element-wise ops and pads): MobileNetV2's expansions between
+depthwise convolutions, which would otherwise transpose their image and result. Beside
+NCHW 3x3 convolutions (ResNet's bottlenecks) it stays NCHW: there it would add the
+transposes, and oneDNN's NHWC 1x1 convolutions over 7x7 maps of 1024-2048 channels take
+twice its NCHW ones (benchmarks/README.md, "Model suite on the CPU", twenty-ninth
+session).
 """
 
 from __future__ import annotations
@@ -50,10 +58,12 @@ class ChannelsLastConvolutionsPass(ModulePass):
                                     and (LIBRARY_CALL in op.attributes
                                          or op.name == DEPTHWISE_CONVOLUTION)
                                     and all(ir.ShapedType(v.type).has_static_shape
-                                            for v in op.operands)
-                                    and _weight_is_small(op, self.max_weight_share))
-        for op in convolutions:
+                                            for v in op.operands))
+        for op in convolutions:  # in order: an earlier one's layout is known to a later
             image, weight, accumulator = op.operands
+            if not (_weight_is_small(op, self.max_weight_share)
+                    or (_weight_is_reshaped(op) and _computed_channels_last(image))):
+                continue
             pad = spatial_pad(image)
             source = pad.source if pad is not None else image
             concat = ir.operation_of(source.owner)
@@ -68,6 +78,34 @@ def _weight_is_small(op: ir.Operation, share: float) -> bool:
     is transposed at every call, the image's layout is what the rewrite gains."""
     image, weight = (ir.ShapedType(v.type) for v in op.operands[:2])
     return math.prod(weight.shape) <= share * math.prod(image.shape)
+
+
+def _weight_is_reshaped(op: ir.Operation) -> bool:
+    """Whether `op`'s weight's NHWC form moves unit dims alone (a 1x1 weight's)."""
+    shape = ir.ShapedType(op.operands[1].type).shape
+    moved = [d for d in CHANNELS_LAST_FORMS[op.name][1] if shape[d] != 1]
+    return moved == sorted(moved)
+
+
+def _computed_channels_last(image: ir.Value, most: int = 16) -> bool:
+    """Whether `image` is an NHWC result transposed back to NCHW, itself or through
+    element-wise ops, pads and concatenations (at most `most` of them)."""
+    pending, seen = [image], 0
+    while pending and seen < most:
+        op = ir.operation_of(pending.pop().owner)
+        seen += 1
+        if op is None:
+            continue
+        if op.name == "linalg.transpose":
+            if list(ir.DenseI64ArrayAttr(op.attributes["permutation"])) == TO_CHANNELS_FIRST:
+                return True
+        elif op.name == "linalg.generic" and all(
+                "parallel" in str(t) for t in op.attributes["iterator_types"]):
+            pending += [v for v in op.operands[:len(op.operands) - len(op.results)]
+                        if isinstance(v.type, ir.RankedTensorType)]
+        elif op.name in ("tensor.pad", "tensor.concat"):
+            pending += [v for v in op.operands if isinstance(v.type, ir.RankedTensorType)]
+    return False
 
 
 def _transpose(name: str, source: str, shape: list[int], permutation: list[int],

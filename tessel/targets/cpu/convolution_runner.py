@@ -5,6 +5,12 @@
 memrefs of the slots as tensors (no copy) and runs PyTorch's convolution, whose oneDNN
 kernel beats tessel's im2col gather + gemm, accumulating into the output buffer as the
 linalg op does (the buffer holds the bias, or zeros).
+
+oneDNN adds its result to the buffer itself (the in-place "add" post-op of PyTorch's
+`mkldnn._convolution_pointwise_`, which Inductor's CPU fusions call): a convolution that
+returns a new tensor costs a second pass over its whole result, to add it to the bias
+in the buffer. One that overwrites its output is zeroed first, a fill in place of the
+copy it replaces (as fast, in MobileNetV2).
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from tessel.passes.convolution_calls import SLOTS_PER_OPERAND, ConvolutionCall
 
 # void tessel_convolution(int64_t id, int64_t *slots)
 CONVOLUTION_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
+# output += convolution(image, weight), in place; None in builds without oneDNN.
+CONVOLVE_INTO = (torch.ops.mkldnn._convolution_pointwise_.binary
+                 if torch.backends.mkldnn.is_available() else None)
 
 
 def view(address: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> torch.Tensor:
@@ -41,37 +50,41 @@ class _CallSite:
         call = ConvolutionCall.parse(description)
         self.strides, self.dilations = list(call.strides), list(call.dilations)
         self.depthwise, self.overwrites = call.op == DEPTHWISE_CONVOLUTION, call.overwrites
-        self.views: dict[tuple, torch.Tensor] = {}
-
-    def operand(self, slots, position: int, rank: int) -> torch.Tensor:
-        first = position * SLOTS_PER_OPERAND
-        key = (position, slots[first], *slots[first + 1:first + 1 + rank],
-               *slots[first + 5:first + 5 + rank])
-        tensor = self.views.get(key)
-        if tensor is None:
-            if len(self.views) >= 16:  # addresses that keep changing: keep the latest
-                self.views.clear()
-            tensor = self.views[key] = view(key[1], key[2:2 + rank], key[2 + rank:])
-        return tensor
+        self.operands: dict[tuple[int, ...], tuple[torch.Tensor, ...]] = {}
 
     def run(self, slots) -> None:
-        image, output = self.operand(slots, 0, 4), self.operand(slots, 2, 4)
-        weight = self.operand(slots, 1, 3 if self.depthwise else 4)
+        key = tuple(slots[:3 * SLOTS_PER_OPERAND])
+        operands = self.operands.get(key)
+        if operands is None:
+            if len(self.operands) >= 16:  # addresses that keep changing: keep the latest
+                self.operands.clear()
+            operands = self.operands[key] = self._operands(key)
+        image, weight, output, groups = operands
+        if self.overwrites:
+            output.zero_()
+        if CONVOLVE_INTO is None:
+            output.add_(torch.convolution(image, weight, None, self.strides, [0, 0],
+                                          self.dilations, False, [0, 0], groups))
+        else:
+            CONVOLVE_INTO(output, image, weight, None, [0, 0], self.strides, self.dilations,
+                          groups, "add", 1.0, None, [], None)
+
+    def _operands(self, slots: tuple[int, ...]) -> tuple:
+        """The image, weight, output and groups as aten's convolution takes them."""
+        image, weight, output = (
+            view(slots[first], slots[first + 1:first + 1 + rank],
+                 slots[first + 5:first + 5 + rank])
+            for first, rank in ((0, 4), (SLOTS_PER_OPERAND, 3 if self.depthwise else 4),
+                                (2 * SLOTS_PER_OPERAND, 4)))
         # The rows and columns that the linalg op's windows read: aten sizes its output
         # from the image, and an image with rows past the last window would add one.
         weight_sizes = weight.shape[-2:]
         needed = [(size - 1) * stride + (kernel - 1) * dilation + 1 for size, stride, kernel,
                   dilation in zip(output.shape[2:], self.strides, weight_sizes, self.dilations)]
-        image = image[:, :, :needed[0], :needed[1]]
         groups = 1
         if self.depthwise:  # (C, KH, KW): aten's (C, 1, KH, KW) in C groups
             weight, groups = weight.unsqueeze(1), weight.shape[0]
-        result = torch.convolution(image, weight, None, self.strides, [0, 0],
-                                   self.dilations, False, [0, 0], groups)
-        if self.overwrites:
-            output.copy_(result)
-        else:
-            output.add_(result)
+        return image[:, :, :needed[0], :needed[1]], weight, output, groups
 
 
 def callback(descriptions: list[str], failures: list):
