@@ -26,11 +26,11 @@ class OverwriteZeroAccumulatorsPass(ModulePass):
     output instead, and the zeros are not written first.
 
     torch-mlir gives a matmul, and a convolution without bias, an accumulator filled
-    with zeros; a 1x1 convolution's gemm (convolutions-to-gemm) keeps it. The CPU's
-    convolution call computes into memory of its own and then adds that into the
-    accumulator, and BLAS gemm reads C to add to it (beta = 1): with this pass the
-    convolution copies instead and the gemm runs with beta = 0, and the pass over the
-    output that wrote the zeros goes. The op gets the accumulator's empty tensor and
+    with zeros; a 1x1 convolution's gemm (convolutions-to-gemm) keeps it. BLAS gemm
+    reads C to add to it (beta = 1): with this pass the gemm runs with beta = 0, and the
+    pass over the output that wrote the zeros goes. The CPU's convolution call, which
+    has oneDNN add into its output, zeroes a marked output itself (the fill moves out of
+    the compiled code, at the same cost). The op gets the accumulator's empty tensor and
     the unit attribute `tessel.overwrites_output`, which `library-calls` honours (an op
     that it leaves as loops gets its zero fill back there).
 
