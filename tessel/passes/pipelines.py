@@ -104,7 +104,11 @@ register_pipeline(
     "func.func(math-extend-to-supported-types),"
     "func.func(refback-expand-ops-for-llvm),"
     "truncate-through-f32,"
-    "func.func(arith-expand),"
+    # Without AVX-512 BF16, LLVM rounds f32 to bf16 by calling compiler-rt's
+    # __truncsfbf2, which the JIT cannot find: bf16 arithmetic runs in f32 and rounds
+    # to nearest even in integer ops instead, the same code on every x86 CPU.
+    "func.func(arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}),"
+    "func.func(arith-expand{include-bf16=true}),"
     "func.func(convert-math-to-llvm),"
     "convert-math-to-libm,"
     "expand-strided-metadata,"
