@@ -30,7 +30,15 @@ func.func @exp_f32(%x: f32) -> f32 {
 // CHECK-NOT:     math.erf
 // CHECK:         arith.constant dense<{{.*}}> : vector<8xf32>
 // CHECK:         arith.divf {{.*}} : vector<8xf32>
-// CHECK:         math.copysign {{.*}} : vector<8xf32>
+// erf: x P(x^2) / Q(x^2) on x clamped to [-4, 4], clamped to [-1, 1]; no exp.
+// CHECK:         %[[LOW:.*]] = arith.maximumf %[[X:.*]], %{{.*}} : vector<8xf32>
+// CHECK:         %[[CLAMPED:.*]] = arith.minimumf %[[LOW]]
+// CHECK:         %[[SQUARE:.*]] = arith.mulf %[[CLAMPED]], %[[CLAMPED]]
+// CHECK:         math.fma {{.*}}, %[[SQUARE]]
+// CHECK-NOT:     math.floor
+// CHECK:         %[[RATIO:.*]] = arith.divf
+// CHECK:         arith.maximumf %[[RATIO]]
+// CHECK:         arith.minimumf
 func.func @tanh_and_erf_vector(%x: vector<8xf32>) -> (vector<8xf32>, vector<8xf32>) {
   %0 = math.tanh %x : vector<8xf32>
   %1 = math.erf %x : vector<8xf32>
