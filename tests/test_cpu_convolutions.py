@@ -108,6 +108,34 @@ def test_memory_viewed_under_inference_mode_is_writable_after_it():
     torch.testing.assert_close(memory, torch.ones(2, 3))
 
 
+def _slots(*tensors) -> tuple[int, ...]:
+    """Each tensor as the runner's slots have it: address, 4 sizes, 4 strides."""
+    slots = []
+    for tensor in tensors:
+        pad = [0] * (4 - tensor.dim())
+        slots += [tensor.data_ptr(), *tensor.shape, *pad, *tensor.stride(), *pad]
+    return tuple(slots)
+
+
+@pytest.mark.parametrize("rows, cut", [(114, False), (115, True)])
+def test_strided_window_images_are_cut_only_where_aten_would_add_a_row(rows, cut):
+    """A stride-2 3x3 depthwise convolution to 56x56: from 114 padded rows aten makes 56
+    outputs too, so the runner hands over the whole (dense) image; from 115 it would
+    make 57, so the image is cut to the 113 rows the windows read. The result is the
+    windows' either way."""
+    image = torch.randn(2, rows, rows, 8).permute(0, 3, 1, 2)
+    weight, output = torch.randn(8, 3, 3), torch.zeros(2, 56, 56, 8).permute(0, 3, 1, 2)
+    site = convolution_runner._CallSite(
+        "linalg.depthwise_conv_2d_nchw_chw strides=2,2 dilations=1,1 overwrites=1")
+    handed, _, _, _ = site._operands(_slots(image, weight, output))
+    assert handed.shape[2:] == ((113, 113) if cut else (rows, rows))
+    assert handed.is_contiguous(memory_format=torch.channels_last) != cut
+    site.run(_slots(image, weight, output))
+    expected = torch.nn.functional.conv2d(image[:, :, :113, :113], weight.unsqueeze(1),
+                                          stride=2, groups=8)
+    torch.testing.assert_close(output, expected, rtol=1e-4, atol=1e-4)
+
+
 class MixFFN(torch.nn.Module):
     """SegFormer's Mix-FFN: a depthwise convolution over a transformer's rows, viewed as
     an NCHW image and back."""

@@ -76,15 +76,19 @@ class _CallSite:
                  slots[first + 5:first + 5 + rank])
             for first, rank in ((0, 4), (SLOTS_PER_OPERAND, 3 if self.depthwise else 4),
                                 (2 * SLOTS_PER_OPERAND, 4)))
-        # The rows and columns that the linalg op's windows read: aten sizes its output
-        # from the image, and an image with rows past the last window would add one.
-        weight_sizes = weight.shape[-2:]
-        needed = [(size - 1) * stride + (kernel - 1) * dilation + 1 for size, stride, kernel,
-                  dilation in zip(output.shape[2:], self.strides, weight_sizes, self.dilations)]
+        # aten sizes its output from the image: where the image has rows past the last
+        # window that would make one more, it is cut to the rows the windows read. Only
+        # there: a cut image is not dense, and oneDNN ran a stride-2 depthwise
+        # convolution of one 1.7x slower than of the whole (benchmarks/README.md).
+        ends = [image.shape[2], image.shape[3]]
+        for dim, (size, stride, kernel, dilation) in enumerate(zip(
+                output.shape[2:], self.strides, weight.shape[-2:], self.dilations)):
+            if (ends[dim] - (kernel - 1) * dilation - 1) // stride + 1 > size:
+                ends[dim] = (size - 1) * stride + (kernel - 1) * dilation + 1
         groups = 1
         if self.depthwise:  # (C, KH, KW): aten's (C, 1, KH, KW) in C groups
             weight, groups = weight.unsqueeze(1), weight.shape[0]
-        return image[:, :, :needed[0], :needed[1]], weight, output, groups
+        return image[:, :, :ends[0], :ends[1]], weight, output, groups
 
 
 def callback(descriptions: list[str], failures: list):
