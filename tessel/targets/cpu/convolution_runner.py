@@ -80,11 +80,12 @@ class _CallSite:
         # window that would make one more, it is cut to the rows the windows read. Only
         # there: a cut image is not dense, and oneDNN ran a stride-2 depthwise
         # convolution of one 1.7x slower than of the whole (benchmarks/README.md).
-        ends = [image.shape[2], image.shape[3]]
-        for dim, (size, stride, kernel, dilation) in enumerate(zip(
-                output.shape[2:], self.strides, weight.shape[-2:], self.dilations)):
-            if (ends[dim] - (kernel - 1) * dilation - 1) // stride + 1 > size:
-                ends[dim] = (size - 1) * stride + (kernel - 1) * dilation + 1
+        ends = []
+        for whole, size, stride, kernel, dilation in zip(
+                image.shape[2:], output.shape[2:], self.strides, weight.shape[-2:],
+                self.dilations):
+            read = (size - 1) * stride + (kernel - 1) * dilation + 1
+            ends.append(whole if whole - read < stride else read)
         groups = 1
         if self.depthwise:  # (C, KH, KW): aten's (C, 1, KH, KW) in C groups
             weight, groups = weight.unsqueeze(1), weight.shape[0]
