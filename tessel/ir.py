@@ -97,6 +97,11 @@ def indexing_maps(op) -> list:
     return [AffineMapAttr(m).value for m in ArrayAttr(op.attributes["indexing_maps"])]
 
 
+def all_parallel(op) -> bool:
+    """Whether every loop of a linalg op is parallel (no reduction)."""
+    return all("parallel" in str(kind) for kind in ArrayAttr(op.attributes["iterator_types"]))
+
+
 def reassociation(reshape) -> list[list[int]]:
     """An expand or collapse_shape's dims of its higher-ranked side, per dim of the other."""
     return [[IntegerAttr(d).value for d in ArrayAttr(group)]

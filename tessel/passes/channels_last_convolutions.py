@@ -99,8 +99,7 @@ def _computed_channels_last(image: ir.Value, most: int = 16) -> bool:
         if op.name == "linalg.transpose":
             if list(ir.DenseI64ArrayAttr(op.attributes["permutation"])) == TO_CHANNELS_FIRST:
                 return True
-        elif op.name == "linalg.generic" and all(
-                "parallel" in str(t) for t in op.attributes["iterator_types"]):
+        elif op.name == "linalg.generic" and ir.all_parallel(op):
             pending += [v for v in op.operands[:len(op.operands) - len(op.results)]
                         if isinstance(v.type, ir.RankedTensorType)]
         elif op.name in ("tensor.pad", "tensor.concat"):

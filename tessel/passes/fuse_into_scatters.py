@@ -65,8 +65,7 @@ def _written_in_order(generic: ir.Operation, max_body: int) -> bool:
     maps = ir.indexing_maps(generic)
     body = [op.operation for op in generic.regions[0].blocks[0].operations]
     return len(generic.results) == 1 and ir.is_identity_map(maps[-1]) and \
-        all("parallel" in str(kind) for kind in ir.ArrayAttr(generic.attributes["iterator_types"])) \
-        and len(body) <= max_body and not any(op.regions for op in body)
+        ir.all_parallel(generic) and len(body) <= max_body and not any(op.regions for op in body)
 
 
 @register
@@ -193,9 +192,7 @@ def _parallel_and_flat(generic: ir.Operation, max_body: int) -> bool:
     n_inputs = len(generic.operands) - len(generic.results)
     block = generic.regions[0].blocks[0]
     body = [op.operation for op in block.operations]
-    return all("parallel" in str(kind)
-               for kind in ir.ArrayAttr(generic.attributes["iterator_types"])) and \
-        len(body) <= max_body and not any(op.regions for op in body) and \
+    return ir.all_parallel(generic) and len(body) <= max_body and not any(op.regions for op in body) and \
         not any(any(True for _ in argument.uses) for argument in block.arguments[n_inputs:]) and \
         all(isinstance(e, ir.AffineDimExpr) or (isinstance(e, ir.AffineConstantExpr) and e.value == 0)
             for m in maps[n_inputs:] for e in m.results)

@@ -13,10 +13,9 @@ def elementwise(op: ir.Operation) -> bool:
     """A linalg.generic of parallel loops whose results are written at their points."""
     if op.name != "linalg.generic":
         return False
-    kinds = [str(kind) for kind in ir.ArrayAttr(op.attributes["iterator_types"])]
     maps = ir.indexing_maps(op)
     outputs = maps[len(maps) - len(op.results):]
-    return all("parallel" in kind for kind in kinds) and all(
+    return ir.all_parallel(op) and all(
         ir.is_identity_map(m) for m in outputs)
 
 

@@ -48,7 +48,7 @@ def elementwise_producer(op: ir.Operation, max_body: int = MAX_INLINED_BODY) -> 
             return False
     if not all(isinstance(v.type, ir.RankedTensorType) for v in operands):
         return False
-    if not all("parallel" in str(kind) for kind in ir.ArrayAttr(op.attributes["iterator_types"])):
+    if not ir.all_parallel(op):
         return False
     maps = ir.indexing_maps(op)
     output = ir.dim_positions(maps[-1])

@@ -17,11 +17,6 @@ def _static_slice(op: ir.Operation) -> bool:
         all(s == 1 for s in ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
 
 
-def _parallel(generic: ir.Operation) -> bool:
-    return all("parallel" in str(kind)
-               for kind in ir.ArrayAttr(generic.attributes["iterator_types"]))
-
-
 def _sliceable(producer: ir.Operation | None, reads_reductions) -> bool:
     """A linalg.generic of parallel loops with one result written at its points in loop
     order, each input read at loop dims or at 0 of a unit dim (a broadcast), computed
@@ -75,7 +70,7 @@ class SliceElementwiseProducersPass(ModulePass):
                 owners = [ir.operation_of(v.owner) for v in generic.operands]
                 computed_from_reductions[generic] = any(
                     owner is not None and owner.name == "linalg.generic"
-                    and (not _parallel(owner) or reads_reductions(owner))
+                    and (not ir.all_parallel(owner) or reads_reductions(owner))
                     for owner in owners)
             return computed_from_reductions[generic]
 

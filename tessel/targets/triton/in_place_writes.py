@@ -25,9 +25,7 @@ def overwritable_inputs(kernel: ir.Operation) -> dict[int, list[ir.Value]]:
     if generic is None:
         return {}
     decision = ir.DictAttr(kernel.attributes["tessel.gpu"])
-    loops = ir.ArrayAttr(generic.attributes["iterator_types"])
-    if ir.StringAttr(decision["kind"]).value != "pointwise" or \
-            not all("parallel" in str(kind) for kind in loops):
+    if ir.StringAttr(decision["kind"]).value != "pointwise" or not ir.all_parallel(generic):
         return {}
     if list(kernel_body(kernel)[-1].operands) != list(generic.results):
         return {}
