@@ -79,7 +79,7 @@ class _CallSite:
         # aten sizes its output from the image: where the image has rows past the last
         # window that would make one more, it is cut to the rows the windows read. Only
         # there: a cut image is not dense, and oneDNN ran a stride-2 depthwise
-        # convolution of one 1.7x slower than of the whole (benchmarks/README.md).
+        # convolution of one up to 2.3x slower than of the whole (benchmarks/README.md).
         ends = []
         for whole, size, stride, kernel, dilation in zip(
                 image.shape[2:], output.shape[2:], self.strides, weight.shape[-2:],
