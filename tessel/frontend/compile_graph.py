@@ -43,7 +43,7 @@ from tessel.frontend.importer import import_graph, node_being_imported, torch_op
 from tessel.frontend.inference_cache import InferenceMemo
 from tessel.frontend.input_mutations import mutated_inputs, mutations_as_results
 from tessel.frontend.lift_constants import lifted_constants, passing_constants
-from tessel.frontend.native_ops import native_ops_in
+from tessel.frontend.native_ops import native_ops_in, splits_around
 from tessel.frontend.partition import target_names
 from tessel.frontend.permuted_inputs import permuting_inputs
 from tessel.frontend.permuted_results import permuting_results
@@ -134,10 +134,12 @@ def _compile_or_split(gm: torch.fx.GraphModule, options: Options, kind: str,
         return split_graph(gm, stages, options, kind, failing, depth, compile_piece, memo)
 
     calls_native = native_ops_in(gm)
+    for op, why in calls_native.items():
+        counters.record_native(f"{dump.graph_name}: {op}: {why}")
     if calls_native:
-        for op, why in calls_native.items():
-            counters.record_native(f"{dump.graph_name}: {op}: {why}")
         log.info("tessel: graph %s calls %s natively", dump.graph_name, ", ".join(calls_native))
+    calls_native_ops = get_target(resolve_target(options, gm)).calls_native_ops
+    if any(splits_around(node, calls_native_ops) for node in gm.graph.nodes):
         split_gm = split(frozenset(), reasons)
         # Its pieces run eagerly when they fail; the graph itself would communicate
         # again on every rank, which other ranks do not expect.

@@ -20,11 +20,12 @@ import torch.fx
 import torch.fx.traceback as fx_traceback
 from torch._guards import detect_fake_mode
 from torch._subclasses.fake_tensor import unset_fake_temporarily
-from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.experimental.proxy_tensor import decompose, make_fx
 
 from tessel.errors import TesselError
 from tessel.frontend.constant_arguments import specialize_constant_arguments
 from tessel.frontend.decompositions import decomposition_table
+from tessel.frontend.native_ops import native_reason
 
 
 class DecompositionFailed(TesselError):
@@ -46,6 +47,10 @@ class _Decomposing(torch.fx.Interpreter):
 
     def run_node(self, node: torch.fx.Node):
         try:
+            if native_reason(node) is not None:
+                # Whole: the host program calls it (native_ops.called_in_place).
+                with decompose({}):
+                    return super().run_node(node)
             return super().run_node(node)
         except DecompositionFailed:
             raise

@@ -9,6 +9,8 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch_mlir.extras.fx_importer import ContextCache, FxImporter
 
 from tessel import ir
+from tessel.frontend.native_ops import native_reason
+from tessel.passes.call_native_ops import NATIVE
 from tessel.passes.write_inputs_in_place import NEW_VALUE_OF, set_result_attributes
 
 ENTRY_POINT = "main"
@@ -24,7 +26,9 @@ def import_graph(graph: torch.fx.Graph, new_values: dict[int, int] | None = None
     back to the nodes whose values it computes: a kernel that fails to build falls
     back for those nodes alone, and check_accuracy names the kernel that differs.
     Result i in `new_values` is marked `tessel.new_value_of` the input position
-    new_values[i] (passes/write_inputs_in_place.py).
+    new_values[i] (passes/write_inputs_in_place.py). The ops of native nodes (left in
+    the graph for the host program to call, native_ops.called_in_place) are marked
+    `tessel.native` with their overload's name (passes/call_native_ops.py).
     """
     importer = FxImporter(context=ir.context())
     _name_locations_after_nodes(importer)
@@ -44,7 +48,23 @@ def import_graph(graph: torch.fx.Graph, new_values: dict[int, int] | None = None
                         {NEW_VALUE_OF: ir.IntegerAttr.get(index_type, new_values[i])}
                         if i in new_values else {}
                         for i in range(len(op.type.results))])
+        _mark_native_ops(module, graph)
     return module
+
+
+def _mark_native_ops(module: ir.Module, graph: torch.fx.Graph) -> None:
+    natives = {node.name: str(node.target) for node in graph.nodes
+               if native_reason(node) is not None}
+    if not natives:
+        return
+    block = ir.function_named(module, ENTRY_POINT).regions[0].blocks[0]
+    for op in block.operations:
+        # The node's constant arguments are imported at its location too.
+        if op.operation.name.startswith(("torch.constant.", "torch.prim.ListConstruct")):
+            continue
+        located = ir.location_names(str(op.location)) & natives.keys()
+        if located:
+            op.operation.attributes[NATIVE] = ir.StringAttr.get(natives[located.pop()])
 
 
 class _NodeNamedLocations(ContextCache):

@@ -1,10 +1,12 @@
 """Ops tessel leaves to PyTorch's own kernels on purpose.
 
 Some ATen ops are themselves fused, tuned kernels. Where one of them measured faster
-than what tessel generates for its parts, the graph is split around it (as for an op
-tessel cannot compile, see partition.py), but nothing is reported as a fallback: the
-call is recorded in `tessel.stats()["native_ops"]` and `tessel.explain`, with the
-reason below. Inductor makes the same choice for these ops. So are library routines
+than what tessel generates for its parts, it runs as PyTorch's: on a target whose host
+program calls PyTorch (the Triton target's Python), that program calls it between its
+kernels (`called_in_place`, passes/call_native_ops.py); otherwise, and for the calls it
+cannot make so, the graph is split around it (as for an op tessel cannot compile, see
+partition.py). Nothing is reported as a fallback: the call is recorded in
+`tessel.stats()["native_ops"]` and `tessel.explain`, with the reason below. Inductor makes the same choice for these ops. So are library routines
 that no loop nest written here would match (LAPACK's factorizations and solves, FFTs,
 which Inductor leaves to ATen as well), and the calls compiled code cannot make:
 collectives (their communication) and copies between devices.
@@ -115,6 +117,34 @@ def native_reason(node: torch.fx.Node) -> str | None:
     if node.target in _COPIES and _devices(node.args[0]) != _devices(node):
         return _DEVICE_COPY
     return None
+
+
+def called_in_place(node: torch.fx.Node) -> bool:
+    """Whether a host program that calls PyTorch (Target.calls_native_ops) can make the
+    native call `node` between its kernels, in one compiled graph: an ATen op without
+    effects (the graph's order keeps it in place) that neither communicates (a split
+    overlaps collectives with the pieces around them) nor copies between devices, whose
+    results are tensors (or Nones), on the device of its tensor arguments, and whose
+    other arguments are constants (passes/call_native_ops.py passes them)."""
+    if not isinstance(node.target, torch._ops.OpOverload) or is_collective(node) \
+            or node.target in _COPIES:
+        return False
+    value = node.meta.get("val")
+    tensors = [result for result in (value if isinstance(value, (tuple, list)) else (value,))
+               if result is not None]
+    for argument in torch.utils._pytree.tree_leaves((node.args, node.kwargs)):
+        if isinstance(argument, torch.fx.Node):
+            tensors.append(argument.meta.get("val"))
+        elif isinstance(argument, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return False
+    return all(isinstance(tensor, torch.Tensor) for tensor in tensors) and \
+        len({tensor.device for tensor in tensors}) == 1
+
+
+def splits_around(node: torch.fx.Node, calls_native_ops: bool) -> bool:
+    """Whether a graph is split around `node` to run it natively: a native op that the
+    target's host program does not call itself (`calls_native_ops`, the target's)."""
+    return native_reason(node) is not None and not (calls_native_ops and called_in_place(node))
 
 
 def _effectful_op(node: torch.fx.Node):

@@ -11,7 +11,7 @@ import torch.fx
 
 from tessel.frontend.collectives import communicates
 from tessel.frontend.input_mutations import mutated_inputs
-from tessel.frontend.native_ops import native_ops_in, native_reason, on_cuda
+from tessel.frontend.native_ops import native_ops_in, on_cuda, splits_around
 from tessel.frontend.partition import MAX_ROUNDS, split_around
 from tessel.frontend.piece_layouts import handed_to_pieces, piece_call, restrided_readers
 from tessel.frontend.saved_layouts import SavedLayouts, taking_traced_layouts
@@ -101,8 +101,10 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
                   ) -> tuple[torch.fx.GraphModule, dict[str, torch.fx.GraphModule]] | None:
     """`split_graph`'s pieces, compiled as `options` say, in a graph module that calls
     them; with the pieces' own graph modules, by name."""
+    target = get_target(resolve_target(options, gm))
+
     def eager(node: torch.fx.Node) -> bool:
-        return node.name in failing or native_reason(node) is not None
+        return node.name in failing or splits_around(node, target.calls_native_ops)
 
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     if depth >= MAX_ROUNDS or all(eager(n) for n in calls) or not any(eager(n) for n in calls):
@@ -111,7 +113,6 @@ def _split_pieces(gm: torch.fx.GraphModule, options: Options, kind: str,
     if not names:
         return None
     pieces = {}
-    target = get_target(resolve_target(options, gm))
     relaid: dict[str, dict[int, tuple]] = {}  # by piece: inputs it takes as traced
     for index, name in enumerate(names):
         piece = pieces[name] = getattr(split, name)

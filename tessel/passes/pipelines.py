@@ -5,10 +5,22 @@ from tessel.passes.registry import register_pipeline
 
 register_pipeline(
     "torch-to-linalg",
-    "builtin.module(func.func(torch-match-quantized-custom-ops),"
+    # Native ops become calls first, which torch-mlir's lowering leaves as they are.
+    "builtin.module(call-native-ops,func.func(torch-match-quantized-custom-ops),"
     "torchdynamo-export-to-torch-backend-pipeline{ extra-library=},"
     "bitcast-dtype-views,"
-    "torch-backend-to-linalg-on-tensors-backend-pipeline)",
+    # torch-backend-to-linalg-on-tensors-backend-pipeline, spelled out: its last pass,
+    # the contract check, would reject those calls (verify-linalg-on-tensors).
+    "func.func(torch-restructure-non-constant-axes),func.func(torch-fuse-quantized-ops),"
+    "func.func(convert-torch-to-tmtensor{allow-non-finites=true}),func.func(canonicalize),"
+    "func.func(convert-torch-to-linalg{allow-non-finites=true}),func.func(canonicalize),"
+    "func.func(convert-torch-to-scf),func.func(convert-torch-to-arith),"
+    "func.func(convert-torch-to-tensor),convert-torch-conversion-to-mlprogram,"
+    "func.func(memref-expand),func.func(canonicalize),"
+    "func.func(resolve-shaped-type-result-dims),func.func(cse),"
+    "torch-func-backend-type-conversion,func.func(canonicalize),"
+    "func.func(torch-finalizing-backend-type-conversion),"
+    "verify-linalg-on-tensors)",
     "torch dialect from the FX importer -> linalg-on-tensors (torch-mlir's lowering)",
 )
 

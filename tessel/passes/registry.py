@@ -24,6 +24,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.approximate_math",
     "tessel.passes.bitcast_dtype_views",
     "tessel.passes.bufferize",
+    "tessel.passes.call_native_ops",
     "tessel.passes.channels_last_convolutions",
     "tessel.passes.check_contract",
     "tessel.passes.concat_as_gather",

@@ -41,6 +41,9 @@ class Target(ABC):
     # and results eager lays out permuted in memory order (permuted_results.py); where
     # so, it gets in memory order only the inputs that the graph permutes into it.
     strided_tensors: ClassVar[bool] = False
+    # Whether its host program calls the native ops it can (native_ops.called_in_place)
+    # between its kernels; where not, the graph is split around every native op.
+    calls_native_ops: ClassVar[bool] = False
 
     @staticmethod
     def devices() -> frozenset[str]:

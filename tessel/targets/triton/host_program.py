@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,14 @@ import torch
 
 from tessel import ir
 from tessel.passes.buffer_views import view_root
+from tessel.passes.call_native_ops import (
+    Operand,
+    called_function,
+    native_arguments,
+    native_functions,
+    native_overload,
+    native_results,
+)
 from tessel.passes.contractions import (
     DEPTHWISE_CONVOLUTION,
     adds_updates,
@@ -71,6 +80,20 @@ _SIZE_ARITHMETIC = {"arith.addi": "({} + {})", "arith.subi": "({} - {})",
 _SIZE_CASTS = ("arith.index_cast", "arith.extui", "arith.extsi", "arith.trunci")
 _SIZE_OPS = (*_SIZE_ARITHMETIC, *_SIZE_CASTS, "tensor.dim", "arith.cmpi", "affine.apply",
              "tensor.from_elements")
+
+
+# Schema types whose values the IR holds as ints (torch-mlir's): a native call's
+# argument of one is refused.
+_ENUM_ARGUMENTS = frozenset({"ScalarType", "Layout", "MemoryFormat", "Device", "Generator"})
+
+
+def _python_literal(value) -> str:
+    """A native call's constant argument as Python source (float('inf') for inf)."""
+    if isinstance(value, list):
+        return f"[{', '.join(_python_literal(element) for element in value)}]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float('{value}')"
+    return repr(value)
 
 
 def _shape_text(shape: list[int | str]) -> str:
@@ -469,6 +492,7 @@ class _HostWriter:
     def __init__(self, main, kernels: dict[str, KernelSource],
                  signature: GraphSignature, channels_last: frozenset, narrowed: Mapping):
         self.kernels = kernels
+        self.natives = native_functions(main.operation.parent)
         self.channels_last = channels_last
         self.narrowed = narrowed
         self.names: dict = {}
@@ -633,6 +657,8 @@ class _HostWriter:
             self.concat(op)
         elif op.name == "tensor.cast":
             self.names[op.results[0]] = self.name_of(op.operands[0])
+        elif op.name == "func.call" and called_function(op) in self.natives:
+            self.native_call(op, self.natives[called_function(op)])
         elif op.name == "arith.constant":
             self.constant(op)
         elif op.name == "cf.assert":
@@ -1070,6 +1096,38 @@ class _HostWriter:
             elif not from_zero:
                 product = f"{product} + {fill_constant(init)}"
         self.bind(op.results[0], product, reads, fresh)
+
+    def native_call(self, op: ir.Operation, function: ir.Operation) -> None:
+        """A native op (passes/call_native_ops.py) called as eager calls it, through the
+        dispatcher: its results are new tensors, laid out as aten lays them out (no
+        layout the host knows: their readers take their strides)."""
+        overload = native_overload(function)
+        schema = functools.reduce(getattr, overload.split("."), torch.ops)._schema
+        with self.reading() as reads:
+            operands = [self.name_of(value) for value in op.operands]
+        for value in op.operands:
+            if self.stored_element(value) != element_name(value):
+                raise UnsupportedKernel(overload, f"an operand held as "
+                                        f"{self.stored_element(value)}, not {element_name(value)}")
+        arguments = []
+        for argument, declared in zip(native_arguments(function), schema.arguments):
+            if isinstance(argument, Operand):
+                text = operands[argument.index]
+            elif argument is not None and str(declared.type).rstrip("?") in _ENUM_ARGUMENTS:
+                # An enum (a dtype) arrives as its int: no Python form without its table.
+                raise UnsupportedKernel(overload, f"argument {declared.name} of type {declared.type}")
+            else:
+                text = _python_literal(argument)
+            arguments.append(f"{declared.name}={text}" if declared.kwarg_only else text)
+        call = f"torch.ops.{overload}({', '.join(arguments)})"
+        if len(schema.returns) == 1:
+            self.bind(op.results[0], call, reads, fresh=True)
+            return
+        returned = self.fresh("native")
+        self.records.append(Bind(returned, call, tuple(reads), fresh=True))
+        for result, position in zip(op.results, native_results(function)):
+            # Each its own memory once the tuple is gone (host_records.freeing_buffers).
+            self.bind(result, f"{returned}[{position}]", [returned], fresh=True)
 
     def aten_result(self, result: ir.Value, call: str, shape: tuple[int, ...],
                     reads: list[str], channels_last: bool, fresh: bool = True) -> None:

@@ -5,8 +5,8 @@ writes, and what kernels compute from them point for point (batch norm, activati
 residual adds) or concatenate, stay NHWC, and those kernels walk their points in NHWC
 order (kernel_source), so that a network's activations are never transposed. So do the
 images a graph gets channels-last, and what kernels compute from them: a training step's
-backward (its pieces around cuDNN's backward convolutions) gets the activations as the
-forward wrote them (frontend/saved_layouts.py). Every other 4-D tensor keeps PyTorch's
+backward gets the activations as the forward wrote them (frontend/saved_layouts.py), and
+so do the images cuDNN's backward convolutions read and write (native calls). Every other 4-D tensor keeps PyTorch's
 row-major layout: attention's [B, H, S, D], a transformer block's [B, H, W, C] after a
 permute. Laid out channels-last, a reshape of such a tensor is a copy, and the kernels
 that walk it NHWC read across it (a ViT's patch embedding made every 4-D buffer of the
@@ -27,11 +27,23 @@ result of every grouped convolution of nfnet_l0 (327 transposes a call).
 from __future__ import annotations
 
 from tessel import ir
+from tessel.passes.call_native_ops import (
+    Operand,
+    called_function,
+    native_arguments,
+    native_functions,
+    native_overload,
+    native_results,
+)
 from tessel.passes.contractions import NAMED_CONVOLUTIONS
 from tessel.passes.form_kernels import UNWRAPPED_KERNEL
 from tessel.signature import GraphSignature, TensorInput
 
 VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape")
+# Native ops the host program calls (passes/call_native_ops.py) that are convolutions:
+# the positions of their image arguments and results (cuDNN's backward reads the
+# output's gradient and the input, and writes the input's gradient, channels-last).
+_NATIVE_CONVOLUTION_IMAGES = {"aten.convolution_backward.default": ((0, 1), (0,))}
 RANKS = (3, 4, 5)  # [N, C, L], [N, C, H, W] and a grouped [N, G, C, H, W]
 
 
@@ -93,8 +105,12 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
     held: set[ir.Value] = {arguments[position] for position in inputs
                            if _image(arguments[position])}
     ops = [op.operation for op in main.regions[0].blocks[0].operations]
+    natives = native_functions(main.operation.parent)
     for op in ops:
-        if op.name == "tkern.library_call":
+        if op.name == "func.call" and called_function(op) in natives:
+            held.update(v for v in _native_convolution_images(op, natives[called_function(op)])
+                        if _image(v))
+        elif op.name == "tkern.library_call":
             contraction = op.regions[0].blocks[0].operations[0].operation
             if contraction.name in NAMED_CONVOLUTIONS:
                 image, accumulator = contraction.operands[0], contraction.operands[2]
@@ -151,6 +167,17 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
                         for user in users):
                     held.add(result)
     return frozenset(held)
+
+
+def _native_convolution_images(call: ir.Operation, function: ir.Operation) -> list[ir.Value]:
+    """The images a native convolution's `call` reads and writes (none for other ops)."""
+    arguments, results = _NATIVE_CONVOLUTION_IMAGES.get(native_overload(function), ((), ()))
+    passed = native_arguments(function)
+    read = [call.operands[passed[position].index] for position in arguments
+            if isinstance(passed[position], Operand)]
+    returned = native_results(function)
+    return read + [call.results[returned.index(position)] for position in results
+                   if position in returned]
 
 
 def innermost_dims(main: ir.Operation, channels_last: frozenset[ir.Value]

@@ -188,6 +188,7 @@ class TritonTarget(Target):
     default_pipeline: ClassVar[str] = "gpu"
     caches_graphs: ClassVar[bool] = True
     strided_tensors: ClassVar[bool] = True
+    calls_native_ops: ClassVar[bool] = True
 
     @staticmethod
     def devices() -> frozenset[str]:
