@@ -585,7 +585,8 @@ def test_half_precision_linear_multiplies_the_half_operands(tmp_path):
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
     assert ("torch.addmm(arg2_1, arg0_1, (reinterpret(arg1_1, (64, 32), (1, 64), 0) "
-            "if arg1_1.stride() == (64, 1) else arg1_1.transpose(-2, -1)))") in host
+            "if arg1_1_as_traced else arg1_1.transpose(-2, -1)))") in host
+    assert "arg1_1_as_traced = arg1_1.stride() == (64, 1)" in host
 
 
 def test_half_operands_of_an_f32_product_go_to_the_mixed_precision_gemm(tmp_path):

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import re
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -516,10 +517,14 @@ class _HostWriter:
                         if position < len(signature.inputs)}
         # The layouts of the tensors the host knows them of, by name (strided_views.py):
         # its buffers, and the inputs of static strides, as they were traced.
+        # An input's layout holds under one check of it, made once per call (a bool the
+        # views of it read: a DenseNet backward takes thousands of views of its inputs).
+        self.input_checks: dict[str, str] = {}
         self.layouts: dict[str, strided_views.Layout] = {
             graph_input.name: strided_views.Layout(
                 tuple(ir.ShapedType(argument.type).shape), graph_input.stride, 0,
-                f"{graph_input.name}.stride() == {graph_input.stride}")
+                self.input_check(graph_input.name,
+                                 f"{graph_input.name}.stride() == {graph_input.stride}"))
             for argument, graph_input in zip(block.arguments, signature.inputs)
             if isinstance(graph_input, TensorInput) and graph_input.stride is not None
             and graph_input.rank and graph_input.permutation is None
@@ -529,7 +534,8 @@ class _HostWriter:
         # contiguous where it was traced so.
         self.layouts |= {
             graph_input.name: strided_views.contiguous(
-                tuple(ir.ShapedType(argument.type).shape), f"{graph_input.name}.is_contiguous()")
+                tuple(ir.ShapedType(argument.type).shape),
+                self.input_check(graph_input.name, f"{graph_input.name}.is_contiguous()"))
             for argument, graph_input in zip(block.arguments, signature.inputs)
             if isinstance(graph_input, TensorInput) and graph_input.permutation is not None
             and ir.ShapedType(argument.type).has_static_shape}
@@ -573,6 +579,12 @@ class _HostWriter:
         # Per combo kernel: the arguments, reads and strided tensors of its members
         # launched so far.
         self.combo_arguments: dict[str, tuple[list[str], list[str], list]] = {}
+
+    def input_check(self, name: str, condition: str) -> str:
+        """The name of a bool that holds `condition` on input `name` (input_checks)."""
+        check = f"{name}_as_traced"
+        self.input_checks[check] = condition
+        return check
 
     def fresh(self, stem: str = "buf") -> str:
         self.counter += 1
@@ -1438,6 +1450,9 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     preamble += [f"{arg.name} = {arg.name}.permute({list(arg.permutation)})"
                  for arg in tensors if arg.permutation is not None]
     statements = writer.write()
+    text = "\n".join(line for record in statements for line in printed(record))
+    preamble += [f"{check} = {condition}" for check, condition in writer.input_checks.items()
+                 if re.search(rf"\b{check}\b", text)]
     if writer.converts_weights:
         preamble.append("capturing = recording_cuda_graph(device)")
     preamble.append(f"direct, stream = launch_mode("
