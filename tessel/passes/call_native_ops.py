@@ -43,30 +43,33 @@ def native_functions(module) -> dict[str, ir.Operation]:
             if op.operation.name == "func.func" and NATIVE in op.operation.attributes}
 
 
-def called_function(call) -> str:
-    return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
-
-
-def native_overload(function) -> str:
-    return ir.StringAttr(function.attributes[NATIVE]).value
-
-
-def native_arguments(function) -> list:
-    """The arguments the native function passes its op in schema order: `Operand`s (a
-    tensor, by its position among the call's operands), or Python constants."""
-    return [_argument(attribute)
-            for attribute in ir.ArrayAttr(function.attributes[NATIVE_ARGUMENTS])]
-
-
-def native_results(function) -> list[int]:
-    """The positions of the op's results that the function returns."""
-    return [ir.IntegerAttr(position).value
-            for position in ir.ArrayAttr(function.attributes[NATIVE_RESULTS])]
+@dataclass(frozen=True)
+class Operand:
+    """A tensor argument of a native call: the call's operand at `index`."""
+    index: int
 
 
 @dataclass(frozen=True)
-class Operand:
-    index: int
+class NativeCall:
+    """What a call of a native function makes: `overload`'s call on `arguments` (in
+    schema order: `Operand`s and Python constants), of whose results it returns those
+    at `results` (the others are None)."""
+    overload: str
+    arguments: list
+    results: list[int]
+
+
+def native_call(op, functions: dict[str, ir.Operation]) -> NativeCall | None:
+    """`op` as a call of one of `functions` (native_functions), or None."""
+    if op.name != "func.call":
+        return None
+    function = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+    if function is None:
+        return None
+    return NativeCall(
+        ir.StringAttr(function.attributes[NATIVE]).value,
+        [_argument(a) for a in ir.ArrayAttr(function.attributes[NATIVE_ARGUMENTS])],
+        [ir.IntegerAttr(p).value for p in ir.ArrayAttr(function.attributes[NATIVE_RESULTS])])
 
 
 def _argument(attribute):
@@ -193,8 +196,8 @@ class VerifyLinalgOnTensorsPass(ModulePass):
                 return
             copy = ir.Module.parse(module.get_asm(enable_debug_info=True))
             natives = native_functions(copy.operation)
-            for call in ir.ops_where(copy.operation, lambda op: op.name == "func.call"
-                                     and called_function(op) in natives):
+            for call in ir.ops_where(copy.operation,
+                                     lambda op: native_call(op, natives) is not None):
                 with call.location, ir.InsertionPoint(call):
                     for result in call.results:
                         shaped = ir.ShapedType(result.type)

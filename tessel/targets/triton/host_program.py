@@ -20,14 +20,7 @@ import torch
 
 from tessel import ir
 from tessel.passes.buffer_views import view_root
-from tessel.passes.call_native_ops import (
-    Operand,
-    called_function,
-    native_arguments,
-    native_functions,
-    native_overload,
-    native_results,
-)
+from tessel.passes.call_native_ops import NativeCall, Operand, native_call, native_functions
 from tessel.passes.contractions import (
     DEPTHWISE_CONVOLUTION,
     adds_updates,
@@ -669,8 +662,8 @@ class _HostWriter:
             self.concat(op)
         elif op.name == "tensor.cast":
             self.names[op.results[0]] = self.name_of(op.operands[0])
-        elif op.name == "func.call" and called_function(op) in self.natives:
-            self.native_call(op, self.natives[called_function(op)])
+        elif (call := native_call(op, self.natives)) is not None:
+            self.native_call(op, call)
         elif op.name == "arith.constant":
             self.constant(op)
         elif op.name == "cf.assert":
@@ -1109,11 +1102,11 @@ class _HostWriter:
                 product = f"{product} + {fill_constant(init)}"
         self.bind(op.results[0], product, reads, fresh)
 
-    def native_call(self, op: ir.Operation, function: ir.Operation) -> None:
+    def native_call(self, op: ir.Operation, call: NativeCall) -> None:
         """A native op (passes/call_native_ops.py) called as eager calls it, through the
         dispatcher: its results are new tensors, laid out as aten lays them out (no
         layout the host knows: their readers take their strides)."""
-        overload = native_overload(function)
+        overload = call.overload
         schema = functools.reduce(getattr, overload.split("."), torch.ops)._schema
         with self.reading() as reads:
             operands = [self.name_of(value) for value in op.operands]
@@ -1122,7 +1115,7 @@ class _HostWriter:
                 raise UnsupportedKernel(overload, f"an operand held as "
                                         f"{self.stored_element(value)}, not {element_name(value)}")
         arguments = []
-        for argument, declared in zip(native_arguments(function), schema.arguments):
+        for argument, declared in zip(call.arguments, schema.arguments):
             if isinstance(argument, Operand):
                 text = operands[argument.index]
             elif argument is not None and str(declared.type).rstrip("?") in _ENUM_ARGUMENTS:
@@ -1131,13 +1124,13 @@ class _HostWriter:
             else:
                 text = _python_literal(argument)
             arguments.append(f"{declared.name}={text}" if declared.kwarg_only else text)
-        call = f"torch.ops.{overload}({', '.join(arguments)})"
+        expression = f"torch.ops.{overload}({', '.join(arguments)})"
         if len(schema.returns) == 1:
-            self.bind(op.results[0], call, reads, fresh=True)
+            self.bind(op.results[0], expression, reads, fresh=True)
             return
         returned = self.fresh("native")
-        self.records.append(Bind(returned, call, tuple(reads), fresh=True))
-        for result, position in zip(op.results, native_results(function)):
+        self.records.append(Bind(returned, expression, tuple(reads), fresh=True))
+        for result, position in zip(op.results, call.results):
             # Each its own memory once the tuple is gone (host_records.freeing_buffers).
             self.bind(result, f"{returned}[{position}]", [returned], fresh=True)
 

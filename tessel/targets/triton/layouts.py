@@ -27,14 +27,7 @@ result of every grouped convolution of nfnet_l0 (327 transposes a call).
 from __future__ import annotations
 
 from tessel import ir
-from tessel.passes.call_native_ops import (
-    Operand,
-    called_function,
-    native_arguments,
-    native_functions,
-    native_overload,
-    native_results,
-)
+from tessel.passes.call_native_ops import NativeCall, Operand, native_call, native_functions
 from tessel.passes.contractions import NAMED_CONVOLUTIONS
 from tessel.passes.form_kernels import UNWRAPPED_KERNEL
 from tessel.signature import GraphSignature, TensorInput
@@ -107,9 +100,8 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
     ops = [op.operation for op in main.regions[0].blocks[0].operations]
     natives = native_functions(main.operation.parent)
     for op in ops:
-        if op.name == "func.call" and called_function(op) in natives:
-            held.update(v for v in _native_convolution_images(op, natives[called_function(op)])
-                        if _image(v))
+        if (call := native_call(op, natives)) is not None:
+            held.update(v for v in _native_convolution_images(op, call) if _image(v))
         elif op.name == "tkern.library_call":
             contraction = op.regions[0].blocks[0].operations[0].operation
             if contraction.name in NAMED_CONVOLUTIONS:
@@ -169,15 +161,13 @@ def channels_last_values(main: ir.Operation, inputs: frozenset[int] = frozenset(
     return frozenset(held)
 
 
-def _native_convolution_images(call: ir.Operation, function: ir.Operation) -> list[ir.Value]:
-    """The images a native convolution's `call` reads and writes (none for other ops)."""
-    arguments, results = _NATIVE_CONVOLUTION_IMAGES.get(native_overload(function), ((), ()))
-    passed = native_arguments(function)
-    read = [call.operands[passed[position].index] for position in arguments
-            if isinstance(passed[position], Operand)]
-    returned = native_results(function)
-    return read + [call.results[returned.index(position)] for position in results
-                   if position in returned]
+def _native_convolution_images(op: ir.Operation, call: NativeCall) -> list[ir.Value]:
+    """The images a native convolution's call `op` reads and writes (none for other ops)."""
+    arguments, results = _NATIVE_CONVOLUTION_IMAGES.get(call.overload, ((), ()))
+    read = [op.operands[call.arguments[position].index] for position in arguments
+            if isinstance(call.arguments[position], Operand)]
+    return read + [op.results[call.results.index(position)] for position in results
+                   if position in call.results]
 
 
 def innermost_dims(main: ir.Operation, channels_last: frozenset[ir.Value]
