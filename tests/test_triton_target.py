@@ -1107,7 +1107,8 @@ def test_a_dense_block_s_gradients_reach_its_convolutions_channels_last(tmp_path
     """In a DenseNet block's backward, the gradient of each layer's output is a slice of
     its concatenation's gradient, which cuDNN's convolution backward reads next to
     channels-last activations and weights: the backward writes it channels-last (a
-    slice of a channels-last image keeps its layout), not NCHW for cuDNN to copy.
+    slice of a channels-last image keeps its layout), not NCHW for cuDNN to copy; and
+    cuDNN's input gradient, laid out as traced, is cut into chunks by strided views.
     Gradients are eager's."""
     _native_convolution_backward(monkeypatch)
 
@@ -1131,6 +1132,9 @@ def test_a_dense_block_s_gradients_reach_its_convolutions_channels_last(tmp_path
     host = _backward_host(tmp_path)
     images = re.findall(r"empty_strided\(\(2, \d+, 8, 8,\), \((\d+, \d+), \d+, \d+,\)", host)
     assert images and all(stride.endswith(", 1") for stride in images), (images, host)
+    # The input gradient cuDNN returns, cut into the concatenation's chunks: strided
+    # views, under one check that aten laid it out as traced.
+    assert re.search(r"reinterpret\((buf\d+), .* if \1_laid_out else \1\[", host), host
 
 
 @pytest.mark.parametrize("pool", [torch.nn.MaxPool2d(3, 2, 1), torch.nn.AvgPool2d(2)],

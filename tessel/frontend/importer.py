@@ -10,7 +10,7 @@ from torch_mlir.extras.fx_importer import ContextCache, FxImporter
 
 from tessel import ir
 from tessel.frontend.native_ops import native_reason
-from tessel.passes.call_native_ops import NATIVE
+from tessel.passes.call_native_ops import NATIVE, NATIVE_STRIDES
 from tessel.passes.write_inputs_in_place import NEW_VALUE_OF, set_result_attributes
 
 ENTRY_POINT = "main"
@@ -53,8 +53,7 @@ def import_graph(graph: torch.fx.Graph, new_values: dict[int, int] | None = None
 
 
 def _mark_native_ops(module: ir.Module, graph: torch.fx.Graph) -> None:
-    natives = {node.name: str(node.target) for node in graph.nodes
-               if native_reason(node) is not None}
+    natives = {node.name: node for node in graph.nodes if native_reason(node) is not None}
     if not natives:
         return
     block = ir.function_named(module, ENTRY_POINT).regions[0].blocks[0]
@@ -64,7 +63,20 @@ def _mark_native_ops(module: ir.Module, graph: torch.fx.Graph) -> None:
             continue
         located = ir.location_names(str(op.location)) & natives.keys()
         if located:
-            op.operation.attributes[NATIVE] = ir.StringAttr.get(natives[located.pop()])
+            node = natives[located.pop()]
+            op.operation.attributes[NATIVE] = ir.StringAttr.get(str(node.target))
+            op.operation.attributes[NATIVE_STRIDES] = _traced_strides(node)
+
+
+def _traced_strides(node: torch.fx.Node) -> ir.ArrayAttr:
+    """Each result's strides as `node` was traced (unit where a result is None or a
+    stride symbolic)."""
+    value = node.meta.get("val")
+    results = value if isinstance(value, (tuple, list)) else (value,)
+    return ir.ArrayAttr.get([
+        ir.DenseI64ArrayAttr.get(list(result.stride()))
+        if isinstance(result, torch.Tensor) and all(isinstance(s, int) for s in result.stride())
+        else ir.UnitAttr.get() for result in results])
 
 
 class _NodeNamedLocations(ContextCache):

@@ -29,6 +29,10 @@ NATIVE = "tessel.native"
 # call: torch-mlir's type conversion makes new calls, without their attributes.
 NATIVE_ARGUMENTS = "tessel.native_arguments"
 NATIVE_RESULTS = "tessel.native_results"
+# On the op, then the function, where traced: each result's strides as eager's trace
+# has them (an i64 array; unit for a None or a size computed at run time). aten lays
+# its results out so: the host checks that once and takes their views as strided views.
+NATIVE_STRIDES = "tessel.native_strides"
 
 
 class NativeCallRefused(TesselError, ValueError):
@@ -53,10 +57,12 @@ class Operand:
 class NativeCall:
     """What a call of a native function makes: `overload`'s call on `arguments` (in
     schema order: `Operand`s and Python constants), of whose results it returns those
-    at `results` (the others are None)."""
+    at `results` (the others are None), each with its traced strides where known
+    (`strides`, by the op's result position)."""
     overload: str
     arguments: list
     results: list[int]
+    strides: dict[int, tuple[int, ...]]
 
 
 def native_call(op, functions: dict[str, ir.Operation]) -> NativeCall | None:
@@ -66,10 +72,14 @@ def native_call(op, functions: dict[str, ir.Operation]) -> NativeCall | None:
     function = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
     if function is None:
         return None
+    traced = ir.ArrayAttr(function.attributes[NATIVE_STRIDES]) \
+        if NATIVE_STRIDES in function.attributes else []
     return NativeCall(
         ir.StringAttr(function.attributes[NATIVE]).value,
         [_argument(a) for a in ir.ArrayAttr(function.attributes[NATIVE_ARGUMENTS])],
-        [ir.IntegerAttr(p).value for p in ir.ArrayAttr(function.attributes[NATIVE_RESULTS])])
+        [ir.IntegerAttr(p).value for p in ir.ArrayAttr(function.attributes[NATIVE_RESULTS])],
+        {position: tuple(ir.DenseI64ArrayAttr(stride)) for position, stride in enumerate(traced)
+         if isinstance(stride, ir.DenseI64ArrayAttr)})
 
 
 def _argument(attribute):
@@ -138,7 +148,10 @@ def _call(module: ir.Operation, op, callee: str) -> None:
             raise NativeCallRefused(f"result {position} of type {result.type}")
     result_types = [op.results[position].type for position in returned]
     i64 = ir.IntegerType.get_signless(64)
+    traced = {NATIVE_STRIDES: op.attributes[NATIVE_STRIDES]} \
+        if NATIVE_STRIDES in op.attributes else {}
     _declare(module, callee, [tensor.type for tensor in tensors], result_types, {
+        **traced,
         NATIVE: op.attributes[NATIVE],
         NATIVE_ARGUMENTS: ir.ArrayAttr.get(arguments),
         NATIVE_RESULTS: ir.ArrayAttr.get(

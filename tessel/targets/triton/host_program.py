@@ -1126,13 +1126,31 @@ class _HostWriter:
             arguments.append(f"{declared.name}={text}" if declared.kwarg_only else text)
         expression = f"torch.ops.{overload}({', '.join(arguments)})"
         if len(schema.returns) == 1:
-            self.bind(op.results[0], expression, reads, fresh=True)
+            self.native_result(op.results[0], expression, reads, call.strides.get(0))
             return
         returned = self.fresh("native")
         self.records.append(Bind(returned, expression, tuple(reads), fresh=True))
         for result, position in zip(op.results, call.results):
             # Each its own memory once the tuple is gone (host_records.freeing_buffers).
-            self.bind(result, f"{returned}[{position}]", [returned], fresh=True)
+            self.native_result(result, f"{returned}[{position}]", [returned],
+                               call.strides.get(position))
+
+    def native_result(self, result: ir.Value, expression: str, reads: list[str],
+                      traced: tuple[int, ...] | None) -> None:
+        """`result`, a native call's new tensor: laid out as eager's trace has it where
+        its strides are `traced` (checked once, after the call), so that its views are
+        strided views (a DenseNet layer's input gradient, cut into the chunks of its
+        concatenation); else of a layout the host does not know."""
+        shape = ir.ShapedType(result.type)
+        if traced is None or not shape.has_static_shape or len(traced) != shape.rank:
+            self.bind(result, expression, reads, fresh=True)
+            return
+        name = self.fresh()
+        laid_out = f"{name}_laid_out"  # a bool: never freed, unlike the tensor it checks
+        self.records.append(Bind(name, expression, tuple(reads), True,
+                                 check=f"{laid_out} = {name}.stride() == {traced}"))
+        self.names[result] = name
+        self.layouts[name] = strided_views.Layout(tuple(shape.shape), traced, 0, laid_out)
 
     def aten_result(self, result: ir.Value, call: str, shape: tuple[int, ...],
                     reads: list[str], channels_last: bool, fresh: bool = True) -> None:
