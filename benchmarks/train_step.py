@@ -2,7 +2,8 @@
 
 Usage (on a GPU machine):
     python -m benchmarks.train_step [--backends eager,inductor-reduce-overhead,...]
-                                    [--steps 20] [--output benchmarks/results/train_step_cuda.md]
+                                    [--steps 20] [--rounds 0]
+                                    [--output benchmarks/results/train_step_cuda.md]
 
 The step is the tutorial's (../shared/reference): densenet121 with random weights,
 Adam, cross-entropy, `opt.zero_grad(True)` / forward / `loss.backward()` /
@@ -11,7 +12,10 @@ trains its own copy of the same initial model on the same batches, in this one
 process. Per backend: the first step (compile included, cold caches), the median
 step time over `--steps` timed steps after 3 warm-up steps (each step synchronized,
 as a training loop that reads its loss is), and the first step's loss against
-eager's. Backends: eager, inductor and mlir, each compiled ones also with
+eager's. The step is bound by host time, which moves by 20% and more from one process
+or machine to the next: with `--rounds N`, the backends, once compiled and warmed up,
+are timed in N alternating rounds of `--steps` / N steps each instead of one after the
+other, so that each sees the same spells of a busy host. Backends: eager, inductor and mlir, each compiled ones also with
 mode="reduce-overhead" (the tutorial's mode).
 """
 
@@ -61,29 +65,63 @@ def batches(count: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
              torch.randint(1000, (16,), device="cuda")) for _ in range(count)]
 
 
-def measure(backend: str, initial: torch.nn.Module, data: list, steps: int) -> dict:
-    torch._dynamo.reset()
+def prepared(backend: str, initial: torch.nn.Module, data: list, reset: bool = True
+             ) -> tuple[dict, object]:
+    """`backend`'s step on its own copy of the model, compiled and warmed up: its first
+    step's time and loss (and for mlir, its graphs), and the step. Dynamo's caches are
+    emptied first where `reset`; kept, they hold the other backends' compiled steps."""
+    if reset:
+        torch._dynamo.reset()
     tessel.reset_stats()
-    model = copy.deepcopy(initial)
-    step = compiled(backend, train_step(model))
+    step = compiled(backend, train_step(copy.deepcopy(initial)))
     start = time.perf_counter()
     first_loss = step(*data[0]).item()
     first_step_s = time.perf_counter() - start
     for batch in data[1:1 + WARMUP_STEPS]:
         step(*batch).item()
-    times = []
-    for batch in data[1 + WARMUP_STEPS:]:
-        start = time.perf_counter()
-        step(*batch).item()
-        times.append(time.perf_counter() - start)
-    result = {"backend": backend, "first_step_s": first_step_s, "first_loss": first_loss,
-              "step_ms": 1000 * statistics.median(times), "steps": len(times)}
+    result = {"backend": backend, "first_step_s": first_step_s, "first_loss": first_loss}
     if backend.startswith("mlir"):
         stats = tessel.stats()
         result.update(graphs_compiled=stats["graphs_compiled"],
                       graphs_fallback=stats["graphs_fallback"])
-    print(f"[{backend}] {result}", file=sys.stderr)
-    return result
+    return result, step
+
+
+def timed(step, batches: list) -> list[float]:
+    times = []
+    for batch in batches:
+        start = time.perf_counter()
+        step(*batch).item()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def measure(backends: list[str], initial: torch.nn.Module, data: list, rounds: int
+            ) -> list[dict]:
+    """Each backend's result: its median step over data[1 + WARMUP_STEPS:], timed right
+    after its compile, or with `rounds`, in that many rounds alternating between the
+    backends (all compiled first)."""
+    timing = data[1 + WARMUP_STEPS:]
+    if not rounds:
+        results = []
+        for backend in backends:
+            result, step = prepared(backend, initial, data)
+            results.append({**result, "times": timed(step, timing)})
+    else:
+        # Dynamo keeps each backend's code (the steps' closures differ): reset once.
+        torch._dynamo.reset()
+        prepared_steps = [prepared(backend, initial, data, reset=False) for backend in backends]
+        results = [{**result, "times": []} for result, _ in prepared_steps]
+        size = max(1, len(timing) // rounds)
+        for round_index in range(rounds):
+            batches = timing[round_index * size:(round_index + 1) * size] or timing[:size]
+            for result, (_, step) in zip(results, prepared_steps):
+                result["times"] += timed(step, batches)
+    for result in results:
+        times = result.pop("times")
+        result.update(step_ms=1000 * statistics.median(times), steps=len(times))
+        print(f"[{result['backend']}] {result}", file=sys.stderr)
+    return results
 
 
 def markdown(env: dict, results: list[dict]) -> str:
@@ -106,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="time the backends in this many alternating rounds")
     parser.add_argument("--output", type=Path,
                         default=Path("benchmarks/results/train_step_cuda.md"))
     args = parser.parse_args(argv)
@@ -124,7 +164,9 @@ def main(argv: list[str] | None = None) -> None:
     data = batches(1 + WARMUP_STEPS + args.steps)
     env = environment("cuda", torch.get_num_threads(), args.steps)
     env["first steps"] = "cold: empty Inductor, tessel and Triton cache directories"
-    results = [measure(backend, initial, data, args.steps) for backend in backends]
+    if args.rounds:
+        env["timed steps"] = f"{args.rounds} rounds alternating between the backends"
+    results = measure(backends, initial, data, args.rounds)
     report = markdown(env, results)
     print(report)
     args.output.parent.mkdir(parents=True, exist_ok=True)
