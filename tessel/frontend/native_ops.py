@@ -6,10 +6,11 @@ program calls PyTorch (the Triton target's Python), that program calls it betwee
 kernels (`called_in_place`, passes/call_native_ops.py); otherwise, and for the calls it
 cannot make so, the graph is split around it (as for an op tessel cannot compile, see
 partition.py). Nothing is reported as a fallback: the call is recorded in
-`tessel.stats()["native_ops"]` and `tessel.explain`, with the reason below. Inductor makes the same choice for these ops. So are library routines
-that no loop nest written here would match (LAPACK's factorizations and solves, FFTs,
-which Inductor leaves to ATen as well), and the calls compiled code cannot make:
-collectives (their communication) and copies between devices.
+`tessel.stats()["native_ops"]` and `tessel.explain`, with the reason below. Inductor
+makes the same choice for these ops. So are library routines that no loop nest written
+here would match (LAPACK's factorizations and solves, FFTs, which Inductor leaves to
+ATen as well), and the calls compiled code cannot make: collectives (their
+communication) and copies between devices.
 """
 
 from __future__ import annotations
