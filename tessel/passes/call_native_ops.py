@@ -213,14 +213,14 @@ class VerifyLinalgOnTensorsPass(ModulePass):
                                      lambda op: native_call(op, natives) is not None):
                 with call.location, ir.InsertionPoint(call):
                     for result in call.results:
-                        shaped = ir.ShapedType(result.type)
-                        one = None
-                        if not shaped.has_static_shape:
+                        dynamic = sum(ir.ShapedType.is_dynamic_size(size)
+                                      for size in ir.ShapedType(result.type).shape)
+                        sizes = []
+                        if dynamic:  # any size will do: only the types are checked
                             one = ir.Operation.create(
                                 "arith.constant", results=[ir.IndexType.get()],
                                 attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), 1)})
-                        sizes = [one.result for size in shaped.shape
-                                 if ir.ShapedType.is_dynamic_size(size)] if one else []
+                            sizes = [one.result] * dynamic
                         empty = ir.Operation.create("tensor.empty", results=[result.type],
                                                     operands=sizes)
                         result.replace_all_uses_with(empty.result)

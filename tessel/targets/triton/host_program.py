@@ -1104,8 +1104,8 @@ class _HostWriter:
 
     def native_call(self, op: ir.Operation, call: NativeCall) -> None:
         """A native op (passes/call_native_ops.py) called as eager calls it, through the
-        dispatcher: its results are new tensors, laid out as aten lays them out (no
-        layout the host knows: their readers take their strides)."""
+        dispatcher: its results are new tensors, laid out as aten lays them out
+        (native_result)."""
         overload = call.overload
         schema = functools.reduce(getattr, overload.split("."), torch.ops)._schema
         with self.reading() as reads:
@@ -1145,12 +1145,19 @@ class _HostWriter:
         if traced is None or not shape.has_static_shape or len(traced) != shape.rank:
             self.bind(result, expression, reads, fresh=True)
             return
+        self.names[result] = self.laid_out_as(expression, reads, tuple(shape.shape), traced)
+
+    def laid_out_as(self, expression: str, reads: list[str], shape: tuple[int, ...],
+                    stride: tuple[int, ...], fresh: bool = True) -> str:
+        """A new name bound to `expression`, a tensor of `shape` that aten lays out with
+        `stride`: checked once, right after the call, and taken as that layout under
+        the check (its views are strided views where it holds)."""
         name = self.fresh()
         laid_out = f"{name}_laid_out"  # a bool: never freed, unlike the tensor it checks
-        self.records.append(Bind(name, expression, tuple(reads), True,
-                                 check=f"{laid_out} = {name}.stride() == {traced}"))
-        self.names[result] = name
-        self.layouts[name] = strided_views.Layout(tuple(shape.shape), traced, 0, laid_out)
+        self.records.append(Bind(name, expression, tuple(reads), fresh,
+                                 check=f"{laid_out} = {name}.stride() == {stride}"))
+        self.layouts[name] = strided_views.Layout(shape, stride, 0, laid_out)
+        return name
 
     def aten_result(self, result: ir.Value, call: str, shape: tuple[int, ...],
                     reads: list[str], channels_last: bool, fresh: bool = True) -> None:
@@ -1161,12 +1168,8 @@ class _HostWriter:
         contiguous. That layout, checked once after the call, makes the views of the
         result (a batch norm's shift, a weight gradient's groups and crop) strided
         views; a result laid out otherwise takes the view ops."""
-        name = self.fresh()
-        stride = tuple(layouts.strides(list(shape), channels_last))
-        laid_out = f"{name}_laid_out"  # a bool: never freed, unlike the tensor it checks
-        self.records.append(Bind(name, call, tuple(reads), fresh,
-                                 check=f"{laid_out} = {name}.stride() == {stride}"))
-        self.layouts[name] = strided_views.Layout(shape, stride, 0, laid_out)
+        name = self.laid_out_as(call, reads, shape,
+                                tuple(layouts.strides(list(shape), channels_last)), fresh)
         final = tuple(ir.ShapedType(result.type).shape)
         if final == shape:
             self.names[result] = name
@@ -1461,9 +1464,11 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     preamble += [f"{arg.name} = {arg.name}.permute({list(arg.permutation)})"
                  for arg in tensors if arg.permutation is not None]
     statements = writer.write()
-    text = "\n".join(line for record in statements for line in printed(record))
+    # The checks some view reads, found in one pass over the program's text.
+    read = set(re.findall(r"\b\w+_as_traced\b", "\n".join(
+        line for record in statements for line in printed(record))))
     preamble += [f"{check} = {condition}" for check, condition in writer.input_checks.items()
-                 if re.search(rf"\b{check}\b", text)]
+                 if check in read]
     if writer.converts_weights:
         preamble.append("capturing = recording_cuda_graph(device)")
     preamble.append(f"direct, stream = launch_mode("

@@ -6,9 +6,9 @@ residual adds) or concatenate, stay NHWC, and those kernels walk their points in
 order (kernel_source), so that a network's activations are never transposed. So do the
 images a graph gets channels-last, and what kernels compute from them: a training step's
 backward gets the activations as the forward wrote them (frontend/saved_layouts.py), and
-so do the images cuDNN's backward convolutions read and write (native calls). Every other 4-D tensor keeps PyTorch's
-row-major layout: attention's [B, H, S, D], a transformer block's [B, H, W, C] after a
-permute. Laid out channels-last, a reshape of such a tensor is a copy, and the kernels
+so do the images cuDNN's backward convolutions read and write (native calls). Every
+other 4-D tensor keeps PyTorch's row-major layout: attention's [B, H, S, D], a
+transformer block's [B, H, W, C] after a permute. Laid out channels-last, a reshape of such a tensor is a copy, and the kernels
 that walk it NHWC read across it (a ViT's patch embedding made every 4-D buffer of the
 graph channels-last: 14 copies a call).
 
