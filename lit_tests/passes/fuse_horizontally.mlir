@@ -1,5 +1,6 @@
 // RUN: %opt %s --split-input-file -p fuse-horizontally | filecheck %s
-// RUN: %opt %s --split-input-file -p 'fuse-horizontally{max-arguments=8}' | filecheck %s --check-prefix=BUDGET
+// RUN: %opt %s --split-input-file -p 'fuse-horizontally{max-arguments=3}' | filecheck %s --check-prefix=BUDGET
+// RUN: %opt %s --split-input-file -p 'fuse-horizontally{max-arguments=5}' | filecheck %s --check-prefix=BUDGET5
 // RUN: %opt %s --split-input-file -p 'fuse-horizontally{max-points=64}' | filecheck %s --check-prefix=POINTS
 
 #pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
@@ -13,7 +14,8 @@
 // CHECK:         }) {sym_name = "k0", tessel.combo = "independent_updates_combo_0", tessel.gpu =
 // CHECK-NEXT:    "tkern.kernel"
 // CHECK:         }) {sym_name = "k1", tessel.combo = "independent_updates_combo_0", tessel.gpu =
-// Under a budget of 8 launch arguments, the two (6 and 4 arguments) stay apart.
+// Under a budget of 3 launch arguments, the two (a pointer to the tensor read and one to
+// the tensor written, each) stay apart.
 // BUDGET-LABEL: func.func @independent_updates
 // BUDGET-NOT:    tessel.combo
 func.func @independent_updates(%a: tensor<16x8xf32>, %b: tensor<32xf32>, %c: tensor<2x4xf32>) -> (tensor<16x8xf32>, tensor<32xf32>, tensor<8xf32>) {
@@ -104,13 +106,14 @@ func.func @negative_read_through_views(%a: tensor<32xf32>, %b: tensor<32xf32>) -
 
 #pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
 
-// Four independent kernels of 4 launch arguments each (a pointer and a stride for the
-// tensor read and the one written): a budget of 8 arguments makes two combos of two.
-// BUDGET-LABEL: func.func @budget
-// BUDGET:         sym_name = "k0", tessel.combo = "budget_combo_0"
-// BUDGET:         sym_name = "k1", tessel.combo = "budget_combo_0"
-// BUDGET:         sym_name = "k2", tessel.combo = "budget_combo_1"
-// BUDGET:         sym_name = "k3", tessel.combo = "budget_combo_1"
+// Four independent kernels of 2 launch arguments each (a pointer to the tensor read and
+// one to the tensor written; static strides are constants): a budget of 5 arguments
+// makes two combos of two.
+// BUDGET5-LABEL: func.func @budget
+// BUDGET5:         sym_name = "k0", tessel.combo = "budget_combo_0"
+// BUDGET5:         sym_name = "k1", tessel.combo = "budget_combo_0"
+// BUDGET5:         sym_name = "k2", tessel.combo = "budget_combo_1"
+// BUDGET5:         sym_name = "k3", tessel.combo = "budget_combo_1"
 // CHECK-LABEL: func.func @budget
 // CHECK-COUNT-4: tessel.combo = "budget_combo_0"
 func.func @budget(%a: tensor<32xf32>, %b: tensor<32xf32>, %c: tensor<32xf32>, %x: tensor<32xf32>) -> (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) {
@@ -325,4 +328,161 @@ func.func @copies(%a: tensor<2x1x8xf32>, %b: tensor<32xf32>, %c: tensor<4x8xf32>
     "tkern.yield"(%g) : (tensor<8x4xf32>) -> ()
   }) {sym_name = "transposed", tessel.gpu = #pointwise} : () -> tensor<8x4xf32>
   return %a2, %b2, %c2 : tensor<2x4x8xf32>, tensor<32xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+#pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+
+// An Adam step's order: each parameter's step count, then its update, which reads the
+// new count. The counts (level 0) launch together, then the updates (returned, reading
+// arguments and 0-d counts): two combos, not a combo of an update and the next count.
+// CHECK-LABEL: func.func @interleaved_counts_and_updates
+// CHECK:         }) {sym_name = "count0", tessel.combo = "interleaved_counts_and_updates_combo_0"
+// CHECK:         }) {sym_name = "count1", tessel.combo = "interleaved_counts_and_updates_combo_0"
+// CHECK:         }) {sym_name = "update0", tessel.combo = "interleaved_counts_and_updates_combo_1"
+// CHECK:         }) {sym_name = "update1", tessel.combo = "interleaved_counts_and_updates_combo_1"
+// CHECK-NEXT:    return
+func.func @interleaved_counts_and_updates(%p0: tensor<8xf32>, %s0: tensor<f32>, %p1: tensor<16xf32>, %s1: tensor<f32>) -> (tensor<f32>, tensor<8xf32>, tensor<f32>, tensor<16xf32>) {
+  %c0 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<f32>
+    %g = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []} ins(%s0 : tensor<f32>) outs(%e : tensor<f32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.addf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<f32>
+    "tkern.yield"(%g) : (tensor<f32>) -> ()
+  }) {sym_name = "count0", tessel.gpu = #pointwise} : () -> tensor<f32>
+  %u0 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<8xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%p0, %c0 : tensor<8xf32>, tensor<f32>) outs(%e : tensor<8xf32>) {
+    ^bb0(%in0: f32, %in1: f32, %out: f32):
+      %d = arith.mulf %in0, %in1 : f32
+      linalg.yield %d : f32
+    } -> tensor<8xf32>
+    "tkern.yield"(%g) : (tensor<8xf32>) -> ()
+  }) {sym_name = "update0", tessel.gpu = #pointwise} : () -> tensor<8xf32>
+  %c1 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<f32>
+    %g = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []} ins(%s1 : tensor<f32>) outs(%e : tensor<f32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.addf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<f32>
+    "tkern.yield"(%g) : (tensor<f32>) -> ()
+  }) {sym_name = "count1", tessel.gpu = #pointwise} : () -> tensor<f32>
+  %u1 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<16xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%p1, %c1 : tensor<16xf32>, tensor<f32>) outs(%e : tensor<16xf32>) {
+    ^bb0(%in0: f32, %in1: f32, %out: f32):
+      %d = arith.mulf %in0, %in1 : f32
+      linalg.yield %d : f32
+    } -> tensor<16xf32>
+    "tkern.yield"(%g) : (tensor<16xf32>) -> ()
+  }) {sym_name = "update1", tessel.gpu = #pointwise} : () -> tensor<16xf32>
+  return %c0, %u0, %c1, %u1 : tensor<f32>, tensor<8xf32>, tensor<f32>, tensor<16xf32>
+}
+
+// -----
+
+#pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+
+// A chain, first, second and last, and a kernel of the arguments that only the function
+// returns and that reads only arguments: nothing reads it after it, so it may join a
+// group of a later level than its own (0): the nearest, the chain's second (level 1).
+// CHECK-LABEL: func.func @returned_kernels_join_later_levels
+// CHECK:         }) {sym_name = "first", tessel.gpu =
+// CHECK:         }) {sym_name = "second", tessel.combo = "returned_kernels_join_later_levels_combo_0"
+// CHECK:         }) {sym_name = "of_arguments", tessel.combo = "returned_kernels_join_later_levels_combo_0"
+// CHECK:         }) {sym_name = "last", tessel.gpu =
+func.func @returned_kernels_join_later_levels(%a: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<32xf32>, tensor<32xf32>) {
+  %t0 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.addf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "first", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  %t1 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%t0 : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.mulf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "second", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  %t2 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%t1 : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.addf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "last", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  %t3 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.mulf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "of_arguments", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  return %t2, %t3 : tensor<32xf32>, tensor<32xf32>
+}
+
+// -----
+
+#pointwise = {block = array<i64: 1024>, kind = "pointwise", num_warps = 4 : i64}
+
+// The same chain over 131,072 values: its last kernel reads the second's result, which
+// it would hold if it launched later than its level (2); it launches there, and is the
+// nearest group of the arguments' kernel.
+// CHECK-LABEL: func.func @returned_readers_of_large_tensors_keep_their_level
+// CHECK:         }) {sym_name = "first", tessel.gpu =
+// CHECK:         }) {sym_name = "second", tessel.gpu =
+// CHECK:         }) {sym_name = "last", tessel.combo = "returned_readers_of_large_tensors_keep_their_level_combo_0"
+// CHECK:         }) {sym_name = "of_arguments", tessel.combo = "returned_readers_of_large_tensors_keep_their_level_combo_0"
+func.func @returned_readers_of_large_tensors_keep_their_level(%a: tensor<512x256xf32>, %b: tensor<32xf32>) -> (tensor<512x256xf32>, tensor<32xf32>) {
+  %t0 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<512x256xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<512x256xf32>) outs(%e : tensor<512x256xf32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.addf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<512x256xf32>
+    "tkern.yield"(%g) : (tensor<512x256xf32>) -> ()
+  }) {sym_name = "first", tessel.gpu = #pointwise} : () -> tensor<512x256xf32>
+  %t1 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<512x256xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t0 : tensor<512x256xf32>) outs(%e : tensor<512x256xf32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.mulf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<512x256xf32>
+    "tkern.yield"(%g) : (tensor<512x256xf32>) -> ()
+  }) {sym_name = "second", tessel.gpu = #pointwise} : () -> tensor<512x256xf32>
+  %t2 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<512x256xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t1 : tensor<512x256xf32>) outs(%e : tensor<512x256xf32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.addf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<512x256xf32>
+    "tkern.yield"(%g) : (tensor<512x256xf32>) -> ()
+  }) {sym_name = "last", tessel.gpu = #pointwise} : () -> tensor<512x256xf32>
+  %t3 = "tkern.kernel"() ({
+    %e = tensor.empty() : tensor<32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%b : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+    ^bb0(%in0: f32, %out: f32):
+      %d = arith.mulf %in0, %in0 : f32
+      linalg.yield %d : f32
+    } -> tensor<32xf32>
+    "tkern.yield"(%g) : (tensor<32xf32>) -> ()
+  }) {sym_name = "of_arguments", tessel.gpu = #pointwise} : () -> tensor<32xf32>
+  return %t2, %t3 : tensor<512x256xf32>, tensor<32xf32>
 }

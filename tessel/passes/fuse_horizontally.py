@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -91,23 +92,34 @@ class FuseHorizontallyPass(ModulePass):
     A compiled optimizer step (torch.optim's foreach Adam or SGD) is the same few
     updates for every parameter, each a small pointwise kernel of its own: launched one
     by one, a step over N parameters costs N launches and their host time. This pass
-    groups consecutive pointwise kernels (choose-gpu-blocks' kind "pointwise", each
-    keeping its block size) of static shapes, none of which reads another's result
-    (directly or through ops between them): each kernel of a group is moved down to
-    the last one, and all are marked with `tessel.combo`, the combo kernel's name. The
-    Triton target launches a combo once, each program running one block of one member.
-    A group closes at the first op that reads one of its results (a reshape of one
-    moves down behind the combo instead, and its readers close it), or where the next
-    member's launch arguments (a pointer and a stride per dim, for every tensor it
-    reads or writes) would pass `max-arguments`: CUDA kernels take 4 KiB of
-    parameters, 512 pointers, before CUDA 12.1. Left alone: kernels that write more
-    than `max-points` elements (a result's, a scatter's updates': its launch costs
-    little beside its run, and alone Triton compiles it once for every copy of it in a
-    network's repeated blocks), constant fills (their readers take the constant), kernels that only read
-    constants, kernels that only cast beside a library call (the host may fold them
-    into it), kernels that only permute a tensor (the host may take a view of it instead),
-    and kernels that read or produce sizes known only at run time. A group
-    of one is no combo.
+    groups pointwise kernels (choose-gpu-blocks' kind "pointwise", each keeping its
+    block size) of static shapes that do not depend on one another, and reorders the
+    function so that each group's members are consecutive; all are marked with
+    `tessel.combo`, the combo kernel's name. The Triton target launches a combo once,
+    each program running one block of one member.
+
+    Which kernels are independent is read off the dependences, not off the order the
+    kernels come in (an Adam step interleaves each parameter's step count and update:
+    grouping neighbours made a combo of two per parameter). A kernel's level is the
+    most kernels of the kind on any path to it from the function's arguments; kernels
+    of one level are independent (a path between two passes a kernel, which raises the
+    level), and a group is kernels of one level, in order, while their launch arguments
+    (a pointer per tensor read or written: static strides are the kernels' constants)
+    stay within `max-arguments` (CUDA kernels take 4 KiB of parameters, 512 pointers,
+    before CUDA 12.1). A kernel whose results only the function returns (a new
+    parameter, a running statistic: nothing reads them after it), and which reads only
+    arguments and small tensors (its move frees no memory later), joins the
+    function's last groups instead, whatever its level. The function is then scheduled
+    in its own order as far as the groups allow: each group launches where its last
+    member was, what reads a member after it.
+
+    Left alone: kernels that write more than `max-points` elements (a result's, a
+    scatter's updates': its launch costs little beside its run, and alone Triton
+    compiles it once for every copy of it in a network's repeated blocks), constant
+    fills (their readers take the constant), kernels that only read constants, kernels
+    that only cast beside a library call (the host may fold them into it), kernels
+    that only permute a tensor (the host may take a view of it instead), and kernels
+    that read or produce sizes known only at run time. A group of one is no combo.
     """
 
     name: ClassVar[str] = "fuse-horizontally"
@@ -117,61 +129,150 @@ class FuseHorizontallyPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         for function in ir.defined_functions(module):
             name = ir.StringAttr(function.attributes["sym_name"]).value
-            for number, (members, views) in enumerate(self._groups(function)):
-                for member in members[:-1]:
-                    member.move_before(members[-1])
-                after = members[-1]
-                for view in views:
-                    view.move_after(after)
-                    after = view
-                with module.context:
-                    for member in members:
-                        member.attributes[COMBO] = ir.StringAttr.get(f"{name}_combo_{number}")
+            block = function.regions[0].blocks[0]
+            ops = [op.operation for op in block.operations]
+            order = _scheduled(ops, self._groups(ops))
+            terminator = ops[-1]
+            number = 0
+            for unit in order:
+                for op in unit:
+                    op.move_before(terminator)
+                if len(unit) > 1:
+                    with module.context:
+                        for member in unit:
+                            member.attributes[COMBO] = ir.StringAttr.get(f"{name}_combo_{number}")
+                    number += 1
 
-    def _groups(self, function: ir.Operation
-                ) -> list[tuple[list[ir.Operation], list[ir.Operation]]]:
-        """Each combo's members, and the reshapes of their results between them, which
-        move down behind the combo's launch."""
-        groups: list[tuple[list[ir.Operation], list[ir.Operation]]] = []
-        members: list[ir.Operation] = []
-        views: list[ir.Operation] = []
-        produced: set = set()  # the members' results, and reshapes of them
-        arguments = 0
-
-        def close():
-            nonlocal arguments
-            if len(members) > 1:
-                groups.append((list(members), list(views)))
-            members.clear()
-            views.clear()
-            produced.clear()
-            arguments = 0
-
-        for op in function.regions[0].blocks[0].operations:
-            op = op.operation
-            if any(value in produced for value in ir.values_read_from_above(op)):
-                if op.name in RESHAPES:
-                    # A view of a member's result (a query's reshape to heads after its
-                    # rotary embedding) closes no group: it follows the launch.
-                    views.append(op)
-                    produced.update(op.results)
-                    continue
-                close()
+    def _groups(self, ops: list[ir.Operation]) -> list[_Group]:
+        """The combos of the function of `ops` (main-level, the terminator last)."""
+        position = {result: i for i, op in enumerate(ops) for result in op.results}
+        reads = [{position[v] for v in ir.values_read_from_above(op) if v in position}
+                 for op in ops]
+        levels: list[int] = []  # kernels of the kind on a path to each op, itself included
+        by_level: dict[int, list[tuple[int, int]]] = {}
+        movable: list[tuple[int, int, int]] = []
+        for i, op in enumerate(ops):
+            level = max((levels[j] for j in reads[i]), default=0)
             size = _launch_arguments(op, self.max_points)
-            if size is None:
-                continue
-            if members and arguments + size > self.max_arguments:
-                close()
-            members.append(op)
-            produced.update(op.results)
-            arguments += size
-        close()
+            if size is not None:
+                if _only_returned(op, ops[-1]) and \
+                        all(_cheap_to_hold(v) for v in ir.values_read_from_above(op)):
+                    movable.append((level, i, size))
+                else:
+                    by_level.setdefault(level, []).append((i, size))
+                level += 1
+            levels.append(level)
+        groups = [group for level, members in by_level.items()
+                  for group in self._packed(level, members)]
+        # A kernel nothing reads after it joins a group of its level or a later one,
+        # launching where that group does once what it reads is done (the nearest such
+        # group); the kernels that join none launch together, last.
+        last = []
+        for level, i, size in movable:
+            done = max(reads[i], default=-1)
+            joined = min((group for group in groups if group.level >= level and
+                          group.position > done and
+                          group.arguments + size <= self.max_arguments),
+                         key=lambda group: abs(group.position - i), default=None)
+            if joined is None:
+                last.append((i, size))
+            else:
+                joined.members.append(i)
+                joined.arguments += size
+        groups += self._packed(len(ops), last)
+        for group in groups:
+            group.members.sort()
+        return [group for group in groups if len(group.members) > 1]
+
+    def _packed(self, level: int, members: list[tuple[int, int]]) -> list[_Group]:
+        """`members` (positions and launch arguments, in order) in groups of at most
+        `max_arguments`, each launched where its last member is."""
+        groups: list[_Group] = []
+        for i, size in members:
+            if not groups or groups[-1].arguments + size > self.max_arguments:
+                groups.append(_Group(level, i, [], 0))
+            group = groups[-1]
+            group.members.append(i)
+            group.position, group.arguments = i, group.arguments + size
         return groups
 
 
+@dataclass
+class _Group:
+    """A combo: its kernels' level, the position it launches at, its members'
+    positions, and their launch arguments."""
+    level: int
+    position: int
+    members: list[int]
+    arguments: int
+
+
+# A tensor an op may read late without holding memory that would otherwise be freed:
+# an argument, a shape, or a few values (a statistic per channel, a step count).
+_CHEAP_TO_HOLD = 1 << 16
+
+
+def _cheap_to_hold(value: ir.Value) -> bool:
+    owner = ir.operation_of(value.owner)
+    if not isinstance(value.type, ir.ShapedType) or owner is None or owner.name == "tensor.empty":
+        return True
+    shape = ir.ShapedType(value.type)
+    return shape.has_static_shape and math.prod(shape.shape) <= _CHEAP_TO_HOLD
+
+
+def _only_returned(op: ir.Operation, terminator: ir.Operation) -> bool:
+    """Whether only `terminator` reads `op`'s results, directly or through reshapes."""
+    values = list(op.results)
+    while values:
+        for use in values.pop().uses:
+            user = _main_level(ir.operation_of(use.owner))
+            if user.name in RESHAPES:
+                values.extend(user.results)
+            elif user != terminator:
+                return False
+    return True
+
+
+def _scheduled(ops: list[ir.Operation], groups: list[_Group]) -> list[list[ir.Operation]]:
+    """`ops` (the terminator last, left out) in an order where each group's members
+    are consecutive: units (a group, or one op) in the order of their positions (a
+    group's is where it launches), each once what it reads is done (the groups' levels
+    keep the units acyclic)."""
+    unit_of = list(range(len(ops)))
+    units: dict[int, list[int]] = {i: [i] for i in range(len(ops) - 1)}
+    for group in groups:
+        for i in group.members:
+            del units[i]
+            unit_of[i] = group.position
+    for group in groups:
+        units[group.position] = group.members
+    position = {result: i for i, op in enumerate(ops) for result in op.results}
+    waiting = {unit: set() for unit in units}
+    readers: dict[int, list[int]] = {unit: [] for unit in units}
+    for unit, members in units.items():
+        for i in members:
+            for value in ir.values_read_from_above(ops[i]):
+                source = position.get(value)
+                if source is not None and unit_of[source] != unit and \
+                        unit_of[source] not in waiting[unit]:
+                    waiting[unit].add(unit_of[source])
+                    readers[unit_of[source]].append(unit)
+    ready = [unit for unit, sources in waiting.items() if not sources]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        unit = heapq.heappop(ready)
+        order.append([ops[i] for i in units[unit]])
+        for reader in readers[unit]:
+            waiting[reader].discard(unit)
+            if not waiting[reader]:
+                heapq.heappush(ready, reader)
+    return order
+
+
 def _launch_arguments(kernel: ir.Operation, max_points: int) -> int | None:
-    """The arguments a launch of `kernel` takes (a pointer and a stride per dim, per
-    tensor read or written), or None where it joins no combo (the pass's docstring)."""
+    """The arguments a launch of `kernel` takes (a pointer per tensor read or written),
+    or None where it joins no combo (the pass's docstring)."""
     if kernel.name != "tkern.kernel" or not kernel.results or "tessel.gpu" not in kernel.attributes:
         return None
     if ir.StringAttr(ir.DictAttr(kernel.attributes["tessel.gpu"])["kind"]).value != "pointwise":
@@ -197,5 +298,5 @@ def _launch_arguments(kernel: ir.Operation, max_points: int) -> int | None:
         return None
     if any(math.prod(ir.ShapedType(v.type).shape) > max_points for v in written):
         return None
-    return sum(1 + ir.ShapedType(value.type).rank for value in tensors)
+    return len(tensors)
 

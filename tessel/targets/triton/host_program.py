@@ -848,10 +848,22 @@ class _HostWriter:
         buffer by default). The host returns the input itself as the new value, which
         is then not copied."""
         source = self.in_place[value]
-        strides = _shape_text(layouts.strides(shape, value in self.channels_last))
-        otherwise = otherwise or self.empty(value, shape, element)
-        name = self.bind(value, f"{source} if {source}.stride() == {strides} else {otherwise}",
-                         [source], fresh=False)
+        strides = tuple(layouts.strides(shape, value in self.channels_last))
+        traced = self.layouts.get(source)
+        if not shape:
+            expression = source  # a 0-d tensor has one layout
+        else:
+            # The input's check of its traced strides, where they are these: made once
+            # a call, and shared with its views (a parameter's, its optimizer states').
+            laid_out = traced.guard if traced is not None and traced.guard is not None \
+                and traced.stride == strides \
+                else f"{source}.stride() == {_shape_text(strides)}"
+            expression = f"{source} if {laid_out} else " \
+                         f"{otherwise or self.empty(value, shape, element)}"
+        name = self.bind(value, expression, [source], fresh=False)
+        if all(isinstance(size, int) for size in shape):
+            # Laid out so either way: returned as it is, not made contiguous.
+            self.layouts[name] = strided_views.Layout(tuple(shape), strides)
         # A launch writes it: launch_mode checks its alignment as for inputs read.
         if source not in self.inputs_read_by_kernels:
             self.inputs_read_by_kernels.append(source)
