@@ -108,10 +108,12 @@ class FuseHorizontallyPass(ModulePass):
     stay within `max-arguments` (CUDA kernels take 4 KiB of parameters, 512 pointers,
     before CUDA 12.1). A kernel whose results only the function returns (a new
     parameter, a running statistic: nothing reads them after it), and which reads only
-    arguments and small tensors (its move frees no memory later), joins the
-    function's last groups instead, whatever its level. The function is then scheduled
-    in its own order as far as the groups allow: each group launches where its last
-    member was, what reads a member after it.
+    arguments and small tensors (moved, it holds no memory longer), may launch later
+    than its level: it joins the group of its level or a later one that launches
+    nearest to it once what it reads is done, and those that join none launch
+    together, last. The function is then scheduled in its own order as far as the
+    groups allow: each group launches where its last member (of its level) was, what
+    reads a member after it.
 
     Left alone: kernels that write more than `max-points` elements (a result's, a
     scatter's updates': its launch costs little beside its run, and alone Triton
