@@ -3378,3 +3378,33 @@ def test_a_ceil_mode_pooling_pads_only_where_its_windows_pass_the_image(size, pa
     _, host = checked_against_eager(model.eval(), torch.randn(2, 3, size, size),
                                     tmp_path / "dump")
     assert ("functional.pad" in host) == padded, host
+
+
+def test_a_native_op_given_none_for_a_tensor_is_split_around_not_called():
+    """ATen's fused attention backwards take `Tensor attn_bias` and are given None when
+    there is no bias; torch-mlir's importer cannot import None as a tensor operand, so
+    the host program does not call such an op (importing it failed, and the whole graph
+    ran split as a fallback, on the H200's deit and bert train rows): it is split around,
+    as a native op. Given a bias, it is called."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from tessel.frontend import native_ops
+    with FakeTensorMode():
+        image, statistics = torch.empty(2, 4, 64, 32), torch.empty(2, 4, 64)
+        seed = torch.empty((), dtype=torch.int64)
+    graph = torch.fx.Graph()
+    values = {"grad": image, "q": image, "k": image, "v": image, "bias": image, "out": image,
+              "lse": statistics, "seed": seed, "offset": seed}
+    nodes = {}
+    for name, value in values.items():
+        nodes[name] = graph.placeholder(name)
+        nodes[name].meta["val"] = value
+    arguments = [nodes[name] for name in ("grad", "q", "k", "v")]
+    rest = [nodes[name] for name in ("out", "lse", "seed", "offset")] + [0.0, [True] * 3 + [False]]
+    backward = graph.call_function(
+        torch.ops.aten._scaled_dot_product_efficient_attention_backward.default,
+        (*arguments, None, *rest))
+    backward.meta["val"] = (image, image, image, None)
+    assert native_ops.native_reason(backward) is not None
+    assert not native_ops.called_in_place(backward)
+    backward.args = (*arguments, nodes["bias"], *rest)
+    assert native_ops.called_in_place(backward)

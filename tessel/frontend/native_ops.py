@@ -130,6 +130,14 @@ def called_in_place(node: torch.fx.Node) -> bool:
     if not isinstance(node.target, torch._ops.OpOverload) or is_collective(node) \
             or node.target in _COPIES:
         return False
+    # An undefined tensor where the schema says `Tensor` (a fused attention backward's
+    # absent bias: ATen's schemas let it be None), which torch-mlir's importer cannot
+    # import as the op's operand: the op runs in a split instead.
+    given = {**dict(zip((a.name for a in node.target._schema.arguments), node.args)),
+             **node.kwargs}
+    if any(given.get(parameter.name, False) is None and isinstance(parameter.type, torch.TensorType)
+           for parameter in node.target._schema.arguments):
+        return False
     value = node.meta.get("val")
     tensors = [result for result in (value if isinstance(value, (tuple, list)) else (value,))
                if result is not None]
