@@ -262,7 +262,9 @@ def test_convolutions_are_cudnn_calls_and_pooling_unrolled_windows(tmp_path):
     assert host.count("torch.convolution(") == 3 and "(2, 2), (1, 1), (1, 1), False" in host
     # the concatenation is read point by point by the batch norm after it (concat-as-gather)
     assert "torch.cat(" not in host
-    assert "value=float('-inf')" in host  # max pooling's padding; the convs' is folded
+    # max pooling reads its window's taps of the image in place (read-slices-in-place):
+    # its padding is a masked load's `other`, not a padded copy the host makes
+    assert "value=float('-inf')" not in host and "other=float('-inf'))" in kernels
     assert "*(2*(" in kernels  # a stride-2 pooling window, unrolled: 2 * point + offset
 
 
@@ -1108,8 +1110,9 @@ def test_a_dense_block_s_gradients_reach_its_convolutions_channels_last(tmp_path
     its concatenation's gradient, which cuDNN's convolution backward reads next to
     channels-last activations and weights: the backward writes it channels-last (a
     slice of a channels-last image keeps its layout), not NCHW for cuDNN to copy; and
-    cuDNN's input gradient, laid out as traced, is cut into chunks by strided views.
-    Gradients are eager's."""
+    the kernels read cuDNN's input gradient's chunks in place, at their channel offsets
+    (read-slices-in-place), where the host took a strided view of each. Gradients are
+    eager's."""
     _native_convolution_backward(monkeypatch)
 
     class Block(torch.nn.Module):
@@ -1132,9 +1135,11 @@ def test_a_dense_block_s_gradients_reach_its_convolutions_channels_last(tmp_path
     host = _backward_host(tmp_path)
     images = re.findall(r"empty_strided\(\(2, \d+, 8, 8,\), \((\d+, \d+), \d+, \d+,\)", host)
     assert images and all(stride.endswith(", 1") for stride in images), (images, host)
-    # The input gradient cuDNN returns, cut into the concatenation's chunks: strided
-    # views, under one check that aten laid it out as traced.
-    assert re.search(r"reinterpret\((buf\d+), .* if \1_laid_out else \1\[", host), host
+    # The input gradient cuDNN returns, read by chunks: no view of it; the kernels read
+    # the second chunk's channels at their offset, 4.
+    assert not re.search(r"reinterpret\((buf\d+), [^\n]* if \1_laid_out else \1\[", host), host
+    (kernels,) = [path.read_text() for path in tmp_path.glob("*_backward/*_triton_kernels.py")]
+    assert re.search(r"in\d+_stride1\*\(\(r % 4\) \+ 4\)", kernels), kernels
 
 
 @pytest.mark.parametrize("pool", [torch.nn.MaxPool2d(3, 2, 1), torch.nn.AvgPool2d(2)],
@@ -3367,17 +3372,20 @@ def test_a_pooling_kernel_reads_its_padded_image_through_masked_loads(pool, tmp_
     assert re.search(r"tl\.load\(in\d+ \+ .*other=", kernels)
 
 
-@pytest.mark.parametrize("size, padded", [(15, False), (14, True)], ids=["windows-fit", "windows-past"])
-def test_a_ceil_mode_pooling_pads_only_where_its_windows_pass_the_image(size, padded, tmp_path):
+@pytest.mark.parametrize("size", [15, 14], ids=["windows-fit", "windows-past"])
+def test_a_ceil_mode_pooling_reads_its_image_in_place(size, tmp_path):
     """A ceil-mode max pooling pads its image at the end, then slices it to the extent
     of its windows (torch-mlir's lowering). Where the windows end inside the image
-    (SqueezeNet's pools), the slice is of the image itself, and nothing is padded: the
-    host had padded a copy of the image with -inf every call, and held both at once."""
+    (SqueezeNet's pools), the slice is of the image itself; where they pass it, the
+    kernel reads its taps of the padded image in place (read-slices-in-place), masked
+    (-inf past the image). Either way the host pads no copy of the image: it had padded
+    one with -inf every call, and held both at once."""
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 1), torch.nn.ReLU(),
                                 torch.nn.MaxPool2d(3, 2, ceil_mode=True))
-    _, host = checked_against_eager(model.eval(), torch.randn(2, 3, size, size),
-                                    tmp_path / "dump")
-    assert ("functional.pad" in host) == padded, host
+    kernels, host = checked_against_eager(model.eval(), torch.randn(2, 3, size, size),
+                                          tmp_path / "dump")
+    assert "functional.pad" not in host, host
+    assert size == 15 or "other=float('-inf'))" in kernels, kernels
 
 
 def test_a_native_op_given_none_for_a_tensor_is_split_around_not_called():

@@ -189,7 +189,8 @@ def gpu_pipeline(templates: bool, atomic_add_types: tuple[str, ...] = ATOMIC_ADD
                   unit_dims_folded="whole-reductions-as-rows,") +
         f"form-kernels{{atomic-add-types={','.join(atomic_add_types)}}},fuse-into-scatters,"
         + (epilogues if templates else "")
-        + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true})")
+        + "choose-gpu-blocks,fuse-horizontally,write-inputs-in-place{kernel-checks-abort=true},"
+        "read-slices-in-place)")
 
 
 register_pipeline(

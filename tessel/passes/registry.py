@@ -62,6 +62,7 @@ _BUILTIN_PASS_MODULES = (
     "tessel.passes.pad_contractions",
     "tessel.passes.plan_buffers",
     "tessel.passes.prefer_vector_width",
+    "tessel.passes.read_slices_in_place",
     "tessel.passes.read_transposed_copies",
     "tessel.passes.reassociate_reductions",
     "tessel.passes.reciprocal_division",
