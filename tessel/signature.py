@@ -24,6 +24,9 @@ class TensorInput:
     # The strides it was traced with, where they are static (a host program may take
     # views of it by them, guarded); None: symbolic.
     stride: tuple[int, ...] | None = None
+    # Whether it was traced on the CPU: a 0-d one is a scalar that PyTorch mixes with
+    # tensors of any device, which a GPU target's host moves to the graph's device.
+    on_cpu: bool = False
 
 
 @dataclass(frozen=True)

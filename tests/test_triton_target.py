@@ -2,6 +2,7 @@
 (TRITON_INTERPRET=1) on CPU tensors, and compile to PTX for sm_90."""
 
 import copy
+import dataclasses
 import inspect
 import itertools
 import json
@@ -3416,3 +3417,23 @@ def test_a_native_op_given_none_for_a_tensor_is_split_around_not_called():
     assert not native_ops.called_in_place(backward)
     backward.args = (*arguments, nodes["bias"], *rest)
     assert native_ops.called_in_place(backward)
+
+
+@pytest.mark.parametrize("on_cpu", [True, False], ids=["cpu_scalar", "on_the_device"])
+def test_a_zero_dim_input_is_moved_to_the_device_only_when_traced_on_the_cpu(
+        on_cpu, tmp_path, monkeypatch):
+    """A 0-d CPU tensor is a scalar that PyTorch mixes with tensors of any device: the
+    host program moves it to the graph's device. One traced on the device (an Adam
+    step's counts on a GPU: one per parameter) is not moved: a call per input per step.
+    (Here every tensor is a CPU one; the traced device is what the host reads.)"""
+    from tessel.frontend import prepare_graph
+    checked = prepare_graph._check_input
+    monkeypatch.setattr(prepare_graph, "_check_input", lambda node, value, devices: (
+        lambda found: dataclasses.replace(found, on_cpu=on_cpu)
+        if getattr(found, "rank", None) == 0 else found)(checked(node, value, devices)))
+    x, scale = torch.randn(4, 8), torch.tensor(3.0)
+    torch.testing.assert_close(compile_triton(lambda x, s: x * s, tmp_path / "dump")(x, scale),
+                               x * scale)
+    assert_compiled()
+    _, host = generated_files(tmp_path / "dump")
+    assert (".to(device)" in host) == on_cpu, host

@@ -118,7 +118,8 @@ def _check_input(node: torch.fx.Node, value, devices: frozenset[str]) -> TensorI
             raise UnsupportedGraph(f"input {node.name} is on {value.device}", node.name)
         stride = tuple(value.stride())
         return TensorInput(node.name, value.dtype, value.dim(),
-                           stride=stride if all(isinstance(s, int) for s in stride) else None)
+                           stride=stride if all(isinstance(s, int) for s in stride) else None,
+                           on_cpu=value.device.type == "cpu")
     if isinstance(value, torch.SymInt):
         return ScalarInput(node.name, int)
     if isinstance(value, torch.SymFloat):

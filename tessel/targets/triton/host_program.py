@@ -1472,7 +1472,10 @@ def generate(module: ir.Module, kernels: dict[str, KernelSource],
     preamble = [f"{symbol} = {source}" for symbol, source in signature.symbol_bindings]
     preamble.append(f"device = {device}")
     preamble.append("empty_strided = allocator(device)")
-    preamble += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors if not arg.rank]
+    # A 0-d input traced on the GPU is there (Dynamo guards devices): not moved, which
+    # cost a call per input (an Adam step's counts, one per parameter).
+    preamble += [f"{arg.name} = {arg.name}.to(device)" for arg in tensors
+                 if not arg.rank and arg.on_cpu]
     preamble += [f"{arg.name} = {arg.name}.permute({list(arg.permutation)})"
                  for arg in tensors if arg.permutation is not None]
     statements = writer.write()
