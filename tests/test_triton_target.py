@@ -3437,3 +3437,41 @@ def test_a_zero_dim_input_is_moved_to_the_device_only_when_traced_on_the_cpu(
     assert_compiled()
     _, host = generated_files(tmp_path / "dump")
     assert (".to(device)" in host) == on_cpu, host
+
+
+def test_a_native_result_laid_out_otherwise_than_traced_is_laid_out_as_traced(
+        tmp_path, monkeypatch):
+    """The host predicts the strides of a native call's result from its fake tensor, and
+    the kernels that read it take those strides as constants. Where aten returns it laid
+    out otherwise (here cuDNN's input gradient made NCHW after the first step), the host
+    lays it out as predicted after the call; it was read with the predicted strides, and
+    the weights' gradients came out wrong."""
+    _native_convolution_backward(monkeypatch)
+    original = torch.ops.aten.convolution_backward.default
+
+    def input_gradient_nchw(*args):
+        results = list(original(*args))
+        if results[0] is not None:
+            results[0] = results[0].contiguous()
+        return tuple(results)
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(4, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(4)).to(memory_format=torch.channels_last)
+    reference = copy.deepcopy(model)
+    compiled = compile_triton(model, tmp_path / "dump")
+    x = torch.randn(2, 4, 8, 8).to(memory_format=torch.channels_last)
+    for step in range(2):
+        if step:
+            monkeypatch.setattr(torch.ops.aten.convolution_backward, "default",
+                                input_gradient_nchw)
+        for network in (model, reference):
+            network.zero_grad()
+        compiled(x).square().sum().backward()
+        reference(x).square().sum().backward()
+        for ours, eager in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(ours.grad, eager.grad, atol=1e-4, rtol=1e-4)
+    assert_compiled()
+    assert "as_laid_out(" in _backward_host(tmp_path / "dump")

@@ -1162,12 +1162,14 @@ class _HostWriter:
     def laid_out_as(self, expression: str, reads: list[str], shape: tuple[int, ...],
                     stride: tuple[int, ...], fresh: bool = True) -> str:
         """A new name bound to `expression`, a tensor of `shape` that aten lays out with
-        `stride`: checked once, right after the call, and taken as that layout under
-        the check (its views are strided views where it holds)."""
+        `stride`: checked once, right after the call, and laid out so where it is not
+        (the kernels that read it take that layout's strides as constants: another
+        layout would be read wrong), so that its views are strided views."""
         name = self.fresh()
         laid_out = f"{name}_laid_out"  # a bool: never freed, unlike the tensor it checks
-        self.records.append(Bind(name, expression, tuple(reads), fresh,
-                                 check=f"{laid_out} = {name}.stride() == {stride}"))
+        self.records.append(Bind(name, expression, tuple(reads), fresh, check=(
+            f"{laid_out} = {name}.stride() == {stride}",
+            f"if not {laid_out}: {name}, {laid_out} = as_laid_out({name}, {stride}), True")))
         self.layouts[name] = strided_views.Layout(shape, stride, 0, laid_out)
         return name
 

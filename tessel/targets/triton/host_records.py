@@ -30,15 +30,15 @@ class Bind:
     copy), else possibly a view of any tensor it `reads`. An `output` is returned. A
     copy of the tensor `copy_of`, which the host then writes into (a scatter's or an
     inserted slice's destination), may take that tensor's memory instead
-    (taking_dead_copies). A `check` is a line run right after the binding (whether
-    aten laid its result out as predicted), which goes where the binding goes."""
+    (taking_dead_copies). A `check` is lines run right after the binding (whether
+    aten laid its result out as predicted), which go where the binding goes."""
     name: str
     expression: str
     reads: tuple[str, ...]
     fresh: bool
     output: bool = False
     copy_of: str = ""
-    check: str = ""
+    check: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,7 +236,7 @@ def freeing_buffers(records: list[Record]) -> list[Record]:
 def printed(record: Record) -> list[str]:
     """The host program's lines of `record`."""
     if isinstance(record, Bind) and record.check:
-        return [f"{record.name} = {record.expression}", record.check]
+        return [f"{record.name} = {record.expression}", *record.check]
     if isinstance(record, (Allocate, Bind)):
         return [f"{record.name} = {record.expression}"]
     if isinstance(record, Reuse):

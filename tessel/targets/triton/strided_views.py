@@ -85,3 +85,15 @@ def _as_strided_from(tensor: torch.Tensor, size, stride, offset: int) -> torch.T
 # `reinterpret(tensor, size, stride, offset)` in host programs, `offset` counted from
 # the tensor's own: Inductor's, which skips as_strided's argument parsing and dispatch.
 reinterpret = getattr(torch._C._dynamo.guards, "_reinterpret_tensor", _as_strided_from)
+
+
+def as_laid_out(tensor: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
+    """`tensor` with strides `stride`, which a host program expected a library call to
+    return it with (its kernels take strides as constants, read off their first
+    launch): the tensor itself, re-strided, where its strides differ only on dims of
+    size 1; else a copy laid out so."""
+    if all(have == want or size == 1
+           for have, want, size in zip(tensor.stride(), stride, tensor.shape)):
+        return reinterpret(tensor, tuple(tensor.shape), stride, 0)
+    return torch.empty_strided(tensor.shape, stride, dtype=tensor.dtype,
+                               device=tensor.device).copy_(tensor)

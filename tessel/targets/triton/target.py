@@ -276,6 +276,7 @@ class TritonTarget(Target):
                      "KernelLauncher": KernelLauncher, "launch_mode": launch_mode,
                      "matmul_in_f32": host_program.matmul_in_f32,
                      "reinterpret": strided_views.reinterpret,
+                     "as_laid_out": strided_views.as_laid_out,
                      "scatter": host_program.scatter,
                      "RuntimeCheckFailed": RuntimeCheckFailed,
                      **vars(_load_kernels(module_source))}
