@@ -842,6 +842,33 @@ def test_a_foreach_optimizer_step_launches_a_few_combo_kernels(tmp_path, monkeyp
             == launches
 
 
+def test_a_cnn_s_adam_step_launches_its_updates_in_combos_of_many(tmp_path, monkeypatch):
+    """A CNN's Adam step (40 parameters: 3x3 and 1x1 convolution weights, norm vectors)
+    launches its step counts in one combo and its updates in two: combos are grouped
+    by dependence level, and their budget counts pointers (strides are the kernels'
+    constants), 8 per update. It counted a stride per dim too (40 arguments for an
+    update of a rank-4 weight): five launches. Parameters are eager's after two steps."""
+    from tessel.targets.triton.launcher import KernelLauncher
+    shapes = [(8, 8, 3, 3), (8,), (8,), (16, 8, 1, 1)] * 10
+    compiled_params = parameters_with_gradients(shapes)
+    eager_params = parameters_with_gradients(shapes)
+    step = compile_triton(_foreach_adam(compiled_params).step, tmp_path / "dump")
+    eager_step = _foreach_adam(eager_params).step
+    step()
+    eager_step()
+    calls = []
+    original_call = KernelLauncher.__call__
+    monkeypatch.setattr(KernelLauncher, "__call__",
+                        lambda launcher, *args: calls.append(launcher) or original_call(
+                            launcher, *args))
+    step()
+    eager_step()
+    for actual, expected in zip(compiled_params, eager_params):
+        torch.testing.assert_close(actual, expected)
+    assert_compiled()
+    assert len(calls) == 3, len(calls)
+
+
 class _Records(logging.Handler):
     def __init__(self):
         super().__init__(logging.INFO)
