@@ -809,20 +809,16 @@ def _foreach_sgd(parameters):
     return torch.optim.SGD(parameters, lr=0.1, momentum=0.9, foreach=True)
 
 
-@pytest.mark.parametrize("optimizer, launches", [(_foreach_adam, 2), (_foreach_sgd, 1)])
-def test_a_foreach_optimizer_step_launches_a_few_combo_kernels(tmp_path, monkeypatch,
-                                                               optimizer, launches):
-    """A compiled foreach step updates each parameter with small pointwise kernels of
-    its own (Adam: its step count, then the rest); fuse-horizontally launches the
-    independent ones together, so a step over 8 parameters launches `launches` combo
-    kernels, not `launches` per parameter, and updates as eager does."""
+def _launches_of_a_foreach_step(optimizer, shapes, dump_dir, monkeypatch,
+                                warm_steps: int) -> int:
+    """The kernels that a compiled step of the foreach `optimizer` over parameters of
+    `shapes` launches after `warm_steps` steps; the parameters after it are eager's."""
     from tessel.targets.triton.launcher import KernelLauncher
-    shapes = [(16, 8), (8,), (4, 4, 4), (3,), (32, 2), (5, 7), (64,), (1,)]
     compiled_params = parameters_with_gradients(shapes)
     eager_params = parameters_with_gradients(shapes)
-    step = compile_triton(optimizer(compiled_params).step, tmp_path / "dump")
+    step = compile_triton(optimizer(compiled_params).step, dump_dir)
     eager_step = optimizer(eager_params).step
-    for _ in range(2):  # SGD's first step makes its momentum buffers: a graph of its own
+    for _ in range(warm_steps):
         step()
         eager_step()
     calls = []
@@ -834,7 +830,20 @@ def test_a_foreach_optimizer_step_launches_a_few_combo_kernels(tmp_path, monkeyp
     eager_step()
     for actual, expected in zip(compiled_params, eager_params):
         torch.testing.assert_close(actual, expected)
-    assert len(calls) == launches
+    return len(calls)
+
+
+@pytest.mark.parametrize("optimizer, launches", [(_foreach_adam, 2), (_foreach_sgd, 1)])
+def test_a_foreach_optimizer_step_launches_a_few_combo_kernels(tmp_path, monkeypatch,
+                                                               optimizer, launches):
+    """A compiled foreach step updates each parameter with small pointwise kernels of
+    its own (Adam: its step count, then the rest); fuse-horizontally launches the
+    independent ones together, so a step over 8 parameters launches `launches` combo
+    kernels, not `launches` per parameter, and updates as eager does."""
+    shapes = [(16, 8), (8,), (4, 4, 4), (3,), (32, 2), (5, 7), (64,), (1,)]
+    # SGD's first step makes its momentum buffers: a graph of its own
+    assert _launches_of_a_foreach_step(optimizer, shapes, tmp_path / "dump", monkeypatch,
+                                       warm_steps=2) == launches
     assert_compiled()
     for host in (tmp_path / "dump").glob("*/*_host_program.py"):
         text = host.read_text()
@@ -848,25 +857,11 @@ def test_a_cnn_s_adam_step_launches_its_updates_in_combos_of_many(tmp_path, monk
     by dependence level, and their budget counts pointers (strides are the kernels'
     constants), 8 per update. It counted a stride per dim too (40 arguments for an
     update of a rank-4 weight): five launches. Parameters are eager's after two steps."""
-    from tessel.targets.triton.launcher import KernelLauncher
     shapes = [(8, 8, 3, 3), (8,), (8,), (16, 8, 1, 1)] * 10
-    compiled_params = parameters_with_gradients(shapes)
-    eager_params = parameters_with_gradients(shapes)
-    step = compile_triton(_foreach_adam(compiled_params).step, tmp_path / "dump")
-    eager_step = _foreach_adam(eager_params).step
-    step()
-    eager_step()
-    calls = []
-    original_call = KernelLauncher.__call__
-    monkeypatch.setattr(KernelLauncher, "__call__",
-                        lambda launcher, *args: calls.append(launcher) or original_call(
-                            launcher, *args))
-    step()
-    eager_step()
-    for actual, expected in zip(compiled_params, eager_params):
-        torch.testing.assert_close(actual, expected)
+    launches = _launches_of_a_foreach_step(_foreach_adam, shapes, tmp_path / "dump",
+                                           monkeypatch, warm_steps=1)
     assert_compiled()
-    assert len(calls) == 3, len(calls)
+    assert launches == 3, launches
 
 
 class _Records(logging.Handler):
