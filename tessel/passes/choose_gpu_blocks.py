@@ -15,6 +15,13 @@ from tessel.passes.tile_for_threads import loop_ranges
 ATTRIBUTE = "tessel.gpu"
 
 
+def is_pointwise_kernel(op: ir.Operation) -> bool:
+    """A tkern.kernel that this pass gave the kind "pointwise" (one program per block
+    of its points)."""
+    return op.name == "tkern.kernel" and ATTRIBUTE in op.attributes and \
+        ir.StringAttr(ir.DictAttr(op.attributes[ATTRIBUTE])["kind"]).value == "pointwise"
+
+
 def _next_power_of_two(value: int) -> int:
     return 1 << max(0, (value - 1).bit_length())
 

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from tessel import ir
 from tessel.passes.buffer_views import RESHAPES, view_root
+from tessel.passes.choose_gpu_blocks import is_pointwise_kernel
 from tessel.passes.form_kernels import is_kernel, scatter_of, sole_generic
 from tessel.passes.registry import ModulePass, register
 
@@ -133,7 +134,11 @@ class FuseHorizontallyPass(ModulePass):
             name = ir.StringAttr(function.attributes["sym_name"]).value
             block = function.regions[0].blocks[0]
             ops = [op.operation for op in block.operations]
-            order = _scheduled(ops, self._groups(ops))
+            position = {result: i for i, op in enumerate(ops) for result in op.results}
+            # Per op, the positions of the ops whose results it reads.
+            reads = [{position[v] for v in ir.values_read_from_above(op) if v in position}
+                     for op in ops]
+            order = _scheduled(ops, reads, self._groups(ops, reads))
             terminator = ops[-1]
             number = 0
             for unit in order:
@@ -145,11 +150,9 @@ class FuseHorizontallyPass(ModulePass):
                             member.attributes[COMBO] = ir.StringAttr.get(f"{name}_combo_{number}")
                     number += 1
 
-    def _groups(self, ops: list[ir.Operation]) -> list[_Group]:
-        """The combos of the function of `ops` (main-level, the terminator last)."""
-        position = {result: i for i, op in enumerate(ops) for result in op.results}
-        reads = [{position[v] for v in ir.values_read_from_above(op) if v in position}
-                 for op in ops]
+    def _groups(self, ops: list[ir.Operation], reads: list[set[int]]) -> list[_Group]:
+        """The combos of the function of `ops` (main-level, the terminator last), which
+        read the ops at `reads`."""
         levels: list[int] = []  # kernels of the kind on a path to each op, itself included
         by_level: dict[int, list[tuple[int, int]]] = {}
         movable: list[tuple[int, int, int]] = []
@@ -235,11 +238,12 @@ def _only_returned(op: ir.Operation, terminator: ir.Operation) -> bool:
     return True
 
 
-def _scheduled(ops: list[ir.Operation], groups: list[_Group]) -> list[list[ir.Operation]]:
-    """`ops` (the terminator last, left out) in an order where each group's members
-    are consecutive: units (a group, or one op) in the order of their positions (a
-    group's is where it launches), each once what it reads is done (the groups' levels
-    keep the units acyclic)."""
+def _scheduled(ops: list[ir.Operation], reads: list[set[int]],
+               groups: list[_Group]) -> list[list[ir.Operation]]:
+    """`ops` (the terminator last, left out; each reads the ops at `reads`) in an order
+    where each group's members are consecutive: units (a group, or one op) in the
+    order of their positions (a group's is where it launches), each once what it reads
+    is done (the groups' levels keep the units acyclic)."""
     unit_of = list(range(len(ops)))
     units: dict[int, list[int]] = {i: [i] for i in range(len(ops) - 1)}
     for group in groups:
@@ -248,15 +252,12 @@ def _scheduled(ops: list[ir.Operation], groups: list[_Group]) -> list[list[ir.Op
             unit_of[i] = group.position
     for group in groups:
         units[group.position] = group.members
-    position = {result: i for i, op in enumerate(ops) for result in op.results}
     waiting = {unit: set() for unit in units}
     readers: dict[int, list[int]] = {unit: [] for unit in units}
     for unit, members in units.items():
         for i in members:
-            for value in ir.values_read_from_above(ops[i]):
-                source = position.get(value)
-                if source is not None and unit_of[source] != unit and \
-                        unit_of[source] not in waiting[unit]:
+            for source in reads[i]:
+                if unit_of[source] != unit and unit_of[source] not in waiting[unit]:
                     waiting[unit].add(unit_of[source])
                     readers[unit_of[source]].append(unit)
     ready = [unit for unit, sources in waiting.items() if not sources]
@@ -275,9 +276,7 @@ def _scheduled(ops: list[ir.Operation], groups: list[_Group]) -> list[list[ir.Op
 def _launch_arguments(kernel: ir.Operation, max_points: int) -> int | None:
     """The arguments a launch of `kernel` takes (a pointer per tensor read or written),
     or None where it joins no combo (the pass's docstring)."""
-    if kernel.name != "tkern.kernel" or not kernel.results or "tessel.gpu" not in kernel.attributes:
-        return None
-    if ir.StringAttr(ir.DictAttr(kernel.attributes["tessel.gpu"])["kind"]).value != "pointwise":
+    if not kernel.results or not is_pointwise_kernel(kernel):
         return None
     # A scatter writes its updates' points, into its result's buffer, which holds its
     # original: a KV cache's update is a few points of a cache of millions.

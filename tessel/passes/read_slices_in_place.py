@@ -4,12 +4,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tessel import ir
+from tessel.passes.choose_gpu_blocks import is_pointwise_kernel
 from tessel.passes.registry import ModulePass, register
-
-
-def _pointwise_kernel(op: ir.Operation) -> bool:
-    return op.name == "tkern.kernel" and "tessel.gpu" in op.attributes and \
-        ir.StringAttr(ir.DictAttr(op.attributes["tessel.gpu"])["kind"]).value == "pointwise"
 
 
 def _static_slice(op: ir.Operation | None) -> bool:
@@ -57,7 +53,7 @@ class ReadSlicesInPlacePass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         sliced = []
-        for kernel in ir.ops_where(module, _pointwise_kernel):
+        for kernel in ir.ops_where(module, is_pointwise_kernel):
             for generic in ir.ops_where(kernel, lambda op: op.name == "linalg.generic"):
                 for number in range(len(generic.operands) - len(generic.results)):
                     piece = ir.operation_of(generic.operands[number].owner)
